@@ -1,0 +1,5 @@
+"""``python -m trajkit``: the trajkit command line."""
+
+from .cli import main
+
+main()

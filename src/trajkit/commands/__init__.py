@@ -1,0 +1,1 @@
+"""CLI verbs of each area, imported lazily by trajkit.cli."""

@@ -1,0 +1,234 @@
+"""Lenient JSON: fast decoding that turns bad input into diagnostics.
+
+Every function here returns what it could read plus the diagnostics for what
+it could not; none raises on bad data. Decoding uses ``orjson``; input that
+orjson refuses but that is still meaningful JSON-ish text (``NaN``,
+``Infinity``, integers beyond 64 bits, a UTF-8 byte-order mark) is decoded by
+the standard library and flagged, so nothing readable is lost.
+
+Diagnostic codes emitted here (see ``docs/diagnostics.md``):
+``file.unreadable``, ``file.too-large``, ``file.empty``, ``json.not-utf8``,
+``json.invalid``, ``json.nonstandard``, ``jsonl.invalid-line``,
+``jsonl.truncated-line``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+
+from .model import ERROR, INFO, WARNING, Diagnostic
+
+DEFAULT_MAX_FILE_BYTES = 1 << 30
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: Returned when nothing could be decoded (distinct from a decoded ``null``).
+MISSING: Any = _Missing()
+
+
+def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | None, Diagnostic | None]:
+    """The bytes of a file, or None and a diagnostic when it cannot or should not be read."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > max_bytes:
+                return None, Diagnostic(
+                    "file.too-large",
+                    f"file is {size} bytes, over the size cap of {max_bytes} bytes; not read",
+                    ERROR,
+                    file=p,
+                )
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        return None, Diagnostic("file.unreadable", f"cannot read file: {e.strerror or e}", ERROR, file=p)
+    if len(data) > max_bytes:  # grew while being read
+        return None, Diagnostic(
+            "file.too-large", f"file grew past the size cap of {max_bytes} bytes while read; not read", ERROR, file=p
+        )
+    return data, None
+
+
+def _nonstandard(data: bytes | str) -> Any:
+    text = data if isinstance(data, str) else data.decode("utf-8")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return json.loads(text)
+
+
+def loads(data: bytes | str, file: str | None = None) -> tuple[Any, Diagnostic | None]:
+    """Decode JSON leniently: the value (or MISSING) and a diagnostic if anything was odd."""
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError as e:
+        first_error = str(e)
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if not raw.strip():
+            return MISSING, Diagnostic("file.empty", "empty file, no JSON value", ERROR, file=file)
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return MISSING, Diagnostic(
+                "json.not-utf8", f"not UTF-8 at byte {e.start}: {e.reason}", ERROR, file=file, offset=e.start
+            )
+    elif not data.strip():
+        return MISSING, Diagnostic("file.empty", "empty file, no JSON value", ERROR, file=file)
+    try:
+        value = _nonstandard(data)
+    except (ValueError, RecursionError) as e:
+        pos = getattr(e, "pos", None)
+        return MISSING, Diagnostic("json.invalid", f"not valid JSON: {getattr(e, 'msg', first_error)}", ERROR, file=file, offset=pos)
+    return value, Diagnostic(
+        "json.nonstandard",
+        f"decoded with the tolerant decoder (NaN/Infinity, a byte-order mark or a huge integer): {first_error}",
+        INFO,
+        file=file,
+    )
+
+
+def load_file(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Any, list[Diagnostic]]:
+    """Read and decode one JSON file: the value (or MISSING) and its diagnostics."""
+    data, d = read_bytes(path, max_bytes)
+    if data is None:
+        return MISSING, [d] if d else []
+    value, d = loads(data, os.fspath(path))
+    return value, [d] if d else []
+
+
+@dataclass(slots=True)
+class JsonLine:
+    """One decoded line of a JSON Lines file: its value, 1-based line number
+    and byte offset; ``value`` is MISSING when the line did not decode."""
+
+    value: Any
+    line: int
+    offset: int
+    raw: bytes
+
+
+def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | None = None) -> Iterator[JsonLine]:
+    """Decode JSON Lines leniently.
+
+    Blank lines are skipped. A line that does not decode yields a
+    ``jsonl.invalid-line`` diagnostic; when it is the last line and the file
+    does not end in a newline it is a cut-off write (``jsonl.truncated-line``),
+    and the prefix before it is still read.
+    """
+    if diags is None:
+        diags = []
+    offset = 0
+    lineno = 0
+    n = len(data)
+    while offset < n:
+        end = data.find(b"\n", offset)
+        last = end < 0
+        if last:
+            end = n
+        lineno += 1
+        chunk = data[offset:end]
+        if chunk.strip():
+            try:
+                value = orjson.loads(chunk)
+            except orjson.JSONDecodeError:
+                value, d = loads(chunk, file)
+                if value is MISSING:
+                    if last:
+                        diags.append(
+                            Diagnostic(
+                                "jsonl.truncated-line",
+                                "the final line is cut off (no newline, not valid JSON); the lines before it were read",
+                                WARNING,
+                                file=file,
+                                line=lineno,
+                                offset=offset,
+                            )
+                        )
+                    else:
+                        diags.append(
+                            Diagnostic(
+                                "jsonl.invalid-line",
+                                f"line is not valid JSON: {d.message if d else ''}",
+                                ERROR,
+                                file=file,
+                                line=lineno,
+                                offset=offset,
+                            )
+                        )
+                    yield JsonLine(MISSING, lineno, offset, chunk)
+                    offset = end + 1
+                    continue
+                if d is not None:
+                    d.line = lineno
+                    d.offset = offset
+                    diags.append(d)
+            yield JsonLine(value, lineno, offset, chunk)
+        offset = end + 1
+
+
+def dumps_python(obj: Any) -> str:
+    """JSON text exactly as Python's ``json.dumps(obj, ensure_ascii=False)``
+    writes it (default separators ``", "`` and ``": "``)."""
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def dumps(obj: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
+    """Fast compact (or 2-space indented) JSON bytes for trajkit's own output."""
+    opt = orjson.OPT_NON_STR_KEYS
+    if indent:
+        opt |= orjson.OPT_INDENT_2
+    if sort_keys:
+        opt |= orjson.OPT_SORT_KEYS
+    try:
+        return orjson.dumps(obj, option=opt, default=_default)
+    except TypeError:
+        # Values orjson refuses (integers beyond 64 bits): fall back to the stdlib.
+        return json.dumps(obj, ensure_ascii=False, indent=2 if indent else None, sort_keys=sort_keys, default=_default).encode()
+
+
+def _default(obj: Any) -> Any:
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(obj, Path):
+        return str(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
+
+
+def tolerant_int(value: Any, limit: int = 1 << 53) -> tuple[int, bool]:
+    """An integer count read leniently: ``(value, flagged)``.
+
+    Absent, negative, fractional, non-numeric or absurd (``> limit``) values
+    read as 0 and are flagged; an integral float such as ``12.0`` reads as 12,
+    flagged because it was not written as an integer.
+    """
+    if isinstance(value, bool) or value is None:
+        return 0, value is not None
+    if isinstance(value, int):
+        if value < 0 or value > limit:
+            return 0, True
+        return value, False
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")) or value < 0 or value > limit:
+            return 0, True
+        if value.is_integer():
+            return int(value), True
+        return 0, True
+    return 0, True

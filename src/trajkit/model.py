@@ -1,0 +1,405 @@
+"""The one normalized model every reader produces and every consumer reads.
+
+A reader turns a native record (a trial directory, a conversation directory, a
+trace file) into a :class:`Session`. The session keeps every native event
+exactly as decoded (:attr:`Event.raw`), adds the normalized facts consumers
+need (role, text, tool calls, which call an observation answers, usage), the
+steps at benchmark granularity, and the :class:`Diagnostic` list that says
+what was odd about the input. Nothing a format does not declare is thrown
+away: it stays in ``raw``.
+
+Everything here is plain data (dataclasses of builtins), so sessions pickle
+across a process pool and serialize with :meth:`Session.to_dict`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+#: Severity of a :class:`Diagnostic`. ``error``: part of the input could not be
+#: used (a file skipped, a view unusable). ``warning``: the input is odd but was
+#: used (a gap, a cut-off action). ``info``: a fact worth knowing (which view).
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    """A fact about bad or odd input: where it is, a stable code, and a message.
+
+    ``code`` is stable and documented in ``docs/diagnostics.md``; the message
+    is for people and may change. ``file`` is the path the problem is in;
+    ``event_id`` the native event id when there is one; ``offset`` a byte
+    offset and ``line`` a 1-based line number when the problem is inside a
+    file.
+    """
+
+    code: str
+    message: str
+    severity: str = WARNING
+    file: str | None = None
+    event_id: Any = None
+    offset: int | None = None
+    line: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"severity": self.severity, "code": self.code, "message": self.message}
+        if self.file is not None:
+            d["file"] = self.file
+        if self.event_id is not None:
+            d["event_id"] = self.event_id
+        if self.offset is not None:
+            d["offset"] = self.offset
+        if self.line is not None:
+            d["line"] = self.line
+        return d
+
+    def __str__(self) -> str:
+        where = self.file or ""
+        if self.event_id is not None:
+            where += f"#{self.event_id}"
+        if self.line is not None:
+            where += f":{self.line}"
+        elif self.offset is not None:
+            where += f"@{self.offset}"
+        return f"{self.severity}[{self.code}] {where + ': ' if where else ''}{self.message}"
+
+
+@dataclass(slots=True)
+class Ref:
+    """Where something came from: a file, the native event id in it, and the
+    1-based inclusive line range when it was read from a multi-event file."""
+
+    path: str
+    event_id: Any = None
+    line_start: int | None = None
+    line_end: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "event_id": self.event_id,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+        }
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """One tool call an action makes: the call id, the tool's name, and its
+    arguments (decoded JSON when they decode, else the string as written)."""
+
+    name: str
+    arguments: Any = None
+    call_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "name": self.name, "arguments": self.arguments}
+
+
+# Normalized event kinds. A reader sets ``Event.kind`` to one of these; the
+# native type name always stays in ``Event.type``.
+MESSAGE = "message"  # a chat message (user, assistant or system text)
+ACTION = "action"  # the agent asks for a tool / environment effect
+OBSERVATION = "observation"  # the answer to an action (tool result, rejection, error)
+SYSTEM = "system"  # the system prompt / tool declarations
+REASONING = "reasoning"  # model thinking that is its own event
+CONDENSATION = "condensation"  # history condensed: events forgotten, summary inserted
+STATE = "state"  # agent / conversation state changes, bookkeeping
+ERROR_EVENT = "error"  # an error the harness recorded that answers no action
+OTHER = "other"  # anything else (unknown kinds stay events)
+EVENT_KINDS = (MESSAGE, ACTION, OBSERVATION, SYSTEM, REASONING, CONDENSATION, STATE, ERROR_EVENT, OTHER)
+
+
+@dataclass(slots=True)
+class Event:
+    """One native event as read, plus the normalized facts consumers need.
+
+    ``raw`` is the decoded native JSON, untouched: writing it back gives the
+    same JSON value. The other fields are derived from it by the reader and
+    are never written back into ``raw``.
+
+    - ``id``: the native id (an int for OpenHands V0, a string for the SDK).
+    - ``kind``: one of :data:`EVENT_KINDS`; ``type``: the native type name.
+    - ``source``: who produced it in the native vocabulary (agent, user,
+      environment, hook); ``role``: the chat role it maps to (system, user,
+      assistant, tool) or None.
+    - ``text``: message text, observation content or thought, as shown to
+      the model where the format says.
+    - ``tool_calls``: the calls an action makes (several for parallel calls
+      when one event holds them all).
+    - ``call_id`` / ``cause``: on an observation, the tool call id it answers
+      and the native id of the action event it answers.
+    - ``response_id``: the LLM response that produced it (groups the actions
+      of one model call); ``usage``: token usage and cost attributed to it.
+    - ``reasoning``: model reasoning text carried by this event.
+    - ``parent_id``: the native parent event when the format stores a tree.
+    - ``ref``: where it was read from.
+    """
+
+    id: Any
+    kind: str
+    type: str
+    raw: Any
+    source: str | None = None
+    role: str | None = None
+    timestamp: str | None = None
+    text: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    call_id: str | None = None
+    cause: Any = None
+    response_id: str | None = None
+    reasoning: str | None = None
+    usage: dict[str, Any] | None = None
+    parent_id: Any = None
+    ref: Ref | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, raw: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "kind": self.kind, "type": self.type}
+        for name in ("source", "role", "timestamp", "text", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id"):
+            v = getattr(self, name)
+            if v is not None:
+                d[name] = v
+        if self.tool_calls:
+            d["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.ref is not None:
+            d["ref"] = self.ref.to_dict()
+        if self.extra:
+            d["extra"] = self.extra
+        if raw:
+            d["raw"] = self.raw
+        return d
+
+
+@dataclass(slots=True)
+class Step:
+    """One step at benchmark granularity: an action the agent took, paired
+    with the answer it got.
+
+    ``action`` is the rendered action text exactly as the benchmark
+    convention writes it (see :mod:`trajkit.steps`); ``tool_type`` the native
+    action / tool name; ``thinking`` the agent's thought attached to the
+    action, if any; ``observation`` the answer's text (``""`` when it has
+    none). Refs point at the native action and observation events.
+    """
+
+    step_id: int
+    action: str
+    tool_type: str
+    observation: str
+    thinking: str | None = None
+    action_ref: Ref | None = None
+    observation_ref: Ref | None = None
+    action_event_id: Any = None
+    observation_event_id: Any = None
+    labels: list[str] = field(default_factory=list)
+    parallel_group: Any = None
+    usage: dict[str, Any] | None = None
+    cost: float | None = None
+    children: list["Session"] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CodeTracer ``steps.json`` shape, plus trajkit's extras."""
+        d: dict[str, Any] = {
+            "step_id": self.step_id,
+            "action": self.action,
+            "observation": self.observation,
+            "action_ref": self.action_ref.to_dict() if self.action_ref else None,
+            "observation_ref": self.observation_ref.to_dict() if self.observation_ref else None,
+            "tool_type": self.tool_type,
+        }
+        if self.thinking is not None:
+            d["thinking"] = self.thinking
+        if self.parallel_group is not None:
+            d["parallel_group"] = self.parallel_group
+        d["action_event_id"] = self.action_event_id
+        d["observation_event_id"] = self.observation_event_id
+        if self.labels:
+            d["labels"] = list(self.labels)
+        if self.usage is not None:
+            d["usage"] = self.usage
+        if self.cost is not None:
+            d["cost"] = self.cost
+        if self.children:
+            d["children"] = [c.id for c in self.children]
+        if self.extra:
+            d["extra"] = self.extra
+        return d
+
+
+@dataclass(slots=True)
+class Turn:
+    """One model call kept for training: the tokens it saw, the tokens it
+    generated, their log-probabilities and the loss mask.
+
+    ``prompt_ids`` are the context tokens, ``output_ids`` the generated ones
+    exactly as captured (never re-encoded text). ``mask`` covers
+    ``prompt_ids + output_ids``: 0 for context, 1 for generated tokens.
+    ``trained`` says whether the turn made a tool call. ``prompt_source`` is
+    ``captured`` or ``retokenized``.
+    """
+
+    index: int
+    prompt_ids: list[int]
+    output_ids: list[int]
+    per_token_logps: list[float]
+    mask: list[int]
+    trained: bool
+    prompt_source: str = "retokenized"
+    finish_reason: str | None = None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "prompt_ids": self.prompt_ids,
+            "output_ids": self.output_ids,
+            "per_token_logps": self.per_token_logps,
+            "mask": self.mask,
+            "trained": self.trained,
+            "prompt_source": self.prompt_source,
+            "finish_reason": self.finish_reason,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            **({"extra": self.extra} if self.extra else {}),
+        }
+
+
+@dataclass(slots=True)
+class SourceFile:
+    """One native file a reader looked at, and what became of it.
+
+    ``role`` says what the file is to the format (``events``, ``event``,
+    ``state``, ``metadata``, ``results``, ``recording``, ...). ``status`` is
+    ``read`` (its content is in the session), ``skipped`` (a diagnostic says
+    why), ``unused`` (a view that was not chosen, a recording) or
+    ``ignored`` (a sidecar the format itself ignores). ``event_ids`` lists the
+    native events that came from it.
+    """
+
+    path: str
+    role: str
+    status: str = "read"
+    size: int | None = None
+    event_ids: list[Any] = field(default_factory=list)
+    note: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"path": self.path, "role": self.role, "status": self.status, "size": self.size}
+        if self.event_ids:
+            d["event_ids"] = self.event_ids
+        if self.note:
+            d["note"] = self.note
+        return d
+
+
+@dataclass(slots=True)
+class Session:
+    """One agent run, normalized.
+
+    - ``id``: the native session / conversation id; ``format``: the format
+      name from the registry; ``source_path``: the root path it was read from.
+    - ``task`` and ``task_source``: the task text and where it was found.
+    - ``events``: every native event in the chosen view, in native order.
+    - ``steps``: the run at benchmark step granularity.
+    - ``view``: which on-disk view the events came from, when a format has
+      several (``flat_export``, ``events``, ``event_cache``, ...).
+    - ``metadata``: format-level facts (model, harness version, results,
+      state), JSON-serializable.
+    - ``children``: sub-agent sessions spawned by this one.
+    - ``files``: every native file looked at and what became of it.
+    - ``diagnostics``: everything odd about the input.
+    """
+
+    format: str
+    source_path: str
+    id: str | None = None
+    task: str | None = None
+    task_source: str | None = None
+    events: list[Event] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    view: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    children: list["Session"] = field(default_factory=list)
+    files: list[SourceFile] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def diag(self, code: str, message: str, severity: str = WARNING, **where: Any) -> Diagnostic:
+        """Record a diagnostic on this session and return it."""
+        d = Diagnostic(code=code, message=message, severity=severity, **where)
+        self.diagnostics.append(d)
+        return d
+
+    def event_by_id(self, event_id: Any) -> Event | None:
+        for e in self.events:
+            if e.id == event_id:
+                return e
+        return None
+
+    def walk(self) -> Iterator["Session"]:
+        """This session and every descendant sub-agent session, depth first."""
+        yield self
+        for c in self.children:
+            yield from c.walk()
+
+    def to_dict(self, events: bool = False, raw: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "format": self.format,
+            "source_path": self.source_path,
+            "task": self.task,
+            "task_source": self.task_source,
+            "view": self.view,
+            "step_count": len(self.steps),
+            "steps": [s.to_dict() for s in self.steps],
+            "metadata": self.metadata,
+            "diagnostics": [x.to_dict() for x in self.diagnostics],
+        }
+        if self.children:
+            d["children"] = [c.to_dict(events=events, raw=raw) for c in self.children]
+        if events:
+            d["events"] = [e.to_dict(raw=raw) for e in self.events]
+        return d
+
+
+@dataclass(slots=True)
+class ReadOptions:
+    """Knobs every reader accepts.
+
+    ``max_file_bytes``: a file larger than this becomes a diagnostic instead
+    of being read (default 1 GiB). ``view``: force one on-disk view by name
+    instead of the first available. ``tz``: an IANA zone name for formats that
+    write naive local timestamps. ``steps``: compute steps (turn off for
+    raw-only reads).
+    """
+
+    max_file_bytes: int = 1 << 30
+    view: str | None = None
+    tz: str | None = None
+    steps: bool = True
+
+
+class TrajkitError(Exception):
+    """Base of the errors trajkit raises for misuse (never for bad data)."""
+
+
+class StepCountMismatch(TrajkitError):
+    """A session's step count differs from the count a benchmark expects."""
+
+    def __init__(self, expected: int, actual: int, view: str | None, path: str | None = None):
+        self.expected = expected
+        self.actual = actual
+        self.view = view
+        self.path = path
+        super().__init__(
+            f"step count mismatch: expected {expected}, got {actual} from view {view or 'unknown'}"
+            + (f" ({path})" if path else "")
+        )
+
+
+class DetectionError(TrajkitError):
+    """No format, or more than one equally good format, matches a path."""
