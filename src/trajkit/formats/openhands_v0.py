@@ -1,0 +1,869 @@
+"""OpenHands V0 event streams in terminal-bench and harbor trial directories.
+
+Format notes: ``shared/formats/openhands-v0.md``. A V0 run is an event stream
+(actions and observations, integer ids) kept in up to three on-disk views:
+
+- ``flat_export``: a JSON list (``sessions/<sid>.json`` in a terminal-bench
+  trial, ``agent/openhands.trajectory.json`` in a harbor trial,
+  ``agent-logs/<sid>.json`` in a variant, or a bare file). It omits ``null``
+  observations and state changes, so its ids have gaps, and a killed run has
+  none.
+- ``events``: ``<sid>/events/<id>.json``, one event per file: the complete
+  stream.
+- ``event_cache``: ``<sid>/event_cache/<start>-<end>.json`` pages of exactly 25
+  events, written only when full (the trailing partial page is never there).
+
+Events come from the first view present in that order (CodeTraceBench's
+rule); :func:`views_present` and ``ReadOptions.view`` give the others.
+Steps: one per action event whose id some observation names as its
+``cause``; the first observation wins (see :mod:`trajkit.steps`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import jsonio
+from ..model import (
+    ACTION,
+    CONDENSATION,
+    ERROR,
+    ERROR_EVENT,
+    INFO,
+    MESSAGE,
+    OBSERVATION,
+    OTHER,
+    STATE,
+    SYSTEM,
+    WARNING,
+    Event,
+    ReadOptions,
+    Ref,
+    Session,
+    SourceFile,
+    Step,
+    ToolCall,
+)
+from ..registry import STRONG, WEAK, Format, Match
+from ..steps import render_action, thinking_of
+
+NAME = "openhands-v0"
+
+FLAT = "flat_export"
+EVENTS = "events"
+CACHE = "event_cache"
+VIEWS = (FLAT, EVENTS, CACHE)
+
+_EVENT_FILE = re.compile(r"^(\d+)\.json$")
+_SHARD_FILE = re.compile(r"^(\d+)-(\d+)\.json$")
+
+#: Actions whose lack of an observation is normal: they never get one.
+_UNANSWERED_BY_DESIGN = frozenset(
+    {"message", "system", "finish", "null", "change_agent_state", "condensation", "condensation_request",
+     "reject", "pause", "resume", "stop", "start", "delegate", "loop_recovery"}
+)
+_STATE_ACTIONS = frozenset({"change_agent_state", "null", "pause", "resume", "stop", "start"})
+_STATE_OBSERVATIONS = frozenset({"agent_state_changed"})
+
+
+# ---------------------------------------------------------------- layout
+
+
+@dataclass(slots=True)
+class Layout:
+    """Where each view of a trial lives.
+
+    ``kind``: ``terminal-bench``, ``harbor``, ``agent-logs``, ``session-dir``
+    or ``flat-file``. ``root``: the trial directory (or the bare session
+    directory / file). ``flat_candidates``: files that may be the flat
+    export. ``session_dirs``: ``<sid>/`` directories, sorted.
+    """
+
+    kind: str
+    root: Path
+    flat_candidates: list[Path] = field(default_factory=list)
+    session_dirs: list[Path] = field(default_factory=list)
+    metadata_files: list[tuple[str, Path]] = field(default_factory=list)
+    recordings: list[Path] = field(default_factory=list)
+
+
+def _listdir(p: Path) -> list[str]:
+    try:
+        return os.listdir(p)
+    except OSError:
+        return []
+
+
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:
+        return False
+
+
+def _session_dirs(parent: Path) -> list[Path]:
+    out = []
+    for name in sorted(_listdir(parent)):
+        d = parent / name
+        if _is_dir(d) and (_is_dir(d / "events") or _is_dir(d / "event_cache")):
+            out.append(d)
+    return out
+
+
+def _json_files(d: Path) -> list[Path]:
+    return [d / n for n in sorted(_listdir(d)) if n.endswith(".json") and not n.startswith(".") and (d / n).is_file()]
+
+
+def locate(root: Path) -> Layout | None:
+    """The trial layout rooted at ``root``, or None when it is not one."""
+    if root.is_file():
+        return Layout("flat-file", root, flat_candidates=[root])
+    if not _is_dir(root):
+        return None
+    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if (root / n).is_file()]
+    sess = root / "sessions"
+    if _is_dir(sess):
+        flats = _json_files(sess)
+        dirs = _session_dirs(sess / "sessions")
+        if flats or dirs:
+            recs = [sess / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if (sess / n).is_file()]
+            lay = Layout("terminal-bench", root, flats, dirs, meta, recs)
+            if not flats:
+                al = root / "agent-logs"
+                if _is_dir(al):
+                    lay.flat_candidates = _json_files(al)
+            return lay
+    agent = root / "agent"
+    if _is_dir(agent):
+        flat = agent / "openhands.trajectory.json"
+        dirs = _session_dirs(agent / "sessions")
+        if flat.is_file() or dirs:
+            recs = [agent / n for n in ("openhands.txt", "trajectory.json") if (agent / n).is_file()]
+            return Layout("harbor", root, [flat] if flat.is_file() else [], dirs, meta, recs)
+    al = root / "agent-logs"
+    if _is_dir(al):
+        flats = [p for p in _json_files(al) if _looks_like_v0_list(p)]
+        if flats:
+            return Layout("agent-logs", root, flats, [], meta)
+    if _is_dir(root / "events") or _is_dir(root / "event_cache"):
+        return Layout("session-dir", root, [], [root], meta)
+    return None
+
+
+def _looks_like_v0_list(path: Path) -> bool:
+    """Whether a file's first bytes look like a V0 event list."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    s = head.lstrip()
+    if not s.startswith(b"["):
+        return False
+    rest = s[1:].lstrip()
+    if rest.startswith(b"]"):
+        return True
+    return rest.startswith(b"{") and (b'"action"' in head or b'"observation"' in head)
+
+
+def _trial_of_session_dir(d: Path) -> Path:
+    """The trial around a ``<sid>/`` session directory, or the directory itself."""
+    parent = d.parent
+    if parent.name == "sessions":
+        grand = parent.parent
+        if grand.name == "sessions" and _is_dir(grand):
+            return grand.parent  # terminal-bench: <trial>/sessions/sessions/<sid>
+        if grand.name == "agent":
+            return grand.parent  # harbor: <trial>/agent/sessions/<sid>
+    return d
+
+
+def _root_for(cand: Path) -> tuple[Path, str, str] | None:
+    """Map a candidate path to the root to read, its strength and why."""
+    if cand.is_file():
+        if not cand.name.endswith(".json"):
+            return None
+        parent = cand.parent
+        if _EVENT_FILE.match(cand.name) and parent.name == "events":
+            return _trial_of_session_dir(parent.parent), STRONG, "an event file of a session directory"
+        if _SHARD_FILE.match(cand.name) and parent.name == "event_cache":
+            return _trial_of_session_dir(parent.parent), STRONG, "a page-cache shard of a session directory"
+        if cand.name == "openhands.trajectory.json" and parent.name == "agent" and locate(parent.parent):
+            return parent.parent, STRONG, "the flat export of a harbor trial"
+        if parent.name in ("sessions", "agent-logs") and locate(parent.parent) is not None and _looks_like_v0_list(cand):
+            return parent.parent, STRONG, f"the flat export in {parent.name}/ of a trial"
+        if _looks_like_v0_list(cand):
+            return cand, STRONG, "a bare flat export (a JSON list of V0 events)"
+        return None
+    if not _is_dir(cand):
+        return None
+    if cand.name in ("events", "event_cache") and _is_dir(cand):
+        names = _listdir(cand)
+        pat = _EVENT_FILE if cand.name == "events" else _SHARD_FILE
+        if any(pat.match(n) for n in names):
+            return _trial_of_session_dir(cand.parent), STRONG, f"the {cand.name}/ directory of a session"
+        return None
+    lay = locate(cand)
+    if lay is None:
+        if cand.name == "sessions" and locate(cand.parent) is not None:
+            return cand.parent, STRONG, "the sessions/ directory of a terminal-bench trial"
+        if cand.name == "agent" and locate(cand.parent) is not None:
+            return cand.parent, STRONG, "the agent/ directory of a harbor trial"
+        return None
+    if lay.kind == "session-dir":
+        sd = cand
+        has_events = any(_EVENT_FILE.match(n) for n in _listdir(sd / "events"))
+        has_cache = any(_SHARD_FILE.match(n) for n in _listdir(sd / "event_cache"))
+        if not (has_events or has_cache):
+            return cand, WEAK, "a session directory with empty events/ and event_cache/"
+        return _trial_of_session_dir(sd), STRONG, "a session directory with events/ or event_cache/"
+    if lay.kind == "terminal-bench":
+        if any(_looks_like_v0_list(p) for p in lay.flat_candidates) or lay.session_dirs:
+            return cand, STRONG, "a terminal-bench trial (sessions/)"
+        return cand, WEAK, "a terminal-bench trial whose sessions/ holds no V0 stream"
+    return cand, STRONG, f"a {lay.kind} trial"
+
+
+def sniff(cand: Path, fingerprint: str) -> Match | None:
+    """Whether ``cand`` is (or is inside) a V0 trial, session or flat export."""
+    r = _root_for(cand)
+    if r is None:
+        return None
+    root, strength, reason = r
+    return Match(root=root, fingerprint=fingerprint, strength=strength, reason=reason)
+
+
+# ---------------------------------------------------------------- views
+
+
+def views_present(root: Path) -> list[str]:
+    """The views this trial has, in preference order."""
+    lay = locate(root)
+    if lay is None:
+        return []
+    out = []
+    if lay.flat_candidates:
+        out.append(FLAT)
+    if any(_has_files(d / "events", _EVENT_FILE) for d in lay.session_dirs):
+        out.append(EVENTS)
+    if any(_has_files(d / "event_cache", _SHARD_FILE) for d in lay.session_dirs):
+        out.append(CACHE)
+    return out
+
+
+def _has_files(d: Path, pat: re.Pattern) -> bool:
+    return any(pat.match(n) for n in _listdir(d))
+
+
+@dataclass(slots=True)
+class _Raw:
+    value: Any
+    ref: Ref
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return os.path.relpath(path, root if root.is_dir() else root.parent)
+    except ValueError:
+        return str(path)
+
+
+_START_CACHE: dict[bytes, re.Pattern] = {}
+
+
+def _element_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
+    """1-based (first, last) line of each top-level element of a JSON list.
+
+    Fast path for ``json.dump(..., indent=N)`` files (top-level elements start
+    with a line that is exactly ``<indent>{``); a tokenizing scan otherwise.
+    """
+    if n == 0:
+        return []
+    i = data.find(b"[")
+    j = data.find(b"{", i + 1)
+    if i < 0 or j < 0:
+        return None
+    nl = data.rfind(b"\n", i, j)
+    if nl < 0:
+        # the first element starts on the line of "[": compact or odd; scan.
+        return _scan_lines(data, n)
+    indent = data[nl + 1 : j]
+    if indent.strip():
+        return _scan_lines(data, n)
+    starts_re = _START_CACHE.get(indent)
+    if starts_re is None:
+        starts_re = re.compile(rb"^" + re.escape(indent) + rb"\{\s*$|^" + re.escape(indent) + rb"\},?\s*$", re.M)
+        _START_CACHE[indent] = starts_re
+    out: list[tuple[int, int]] = []
+    line = 1
+    pos = 0
+    start_line = None
+    for m in starts_re.finditer(data):
+        line += data.count(b"\n", pos, m.start())
+        pos = m.start()
+        if data[m.end() - 1 : m.end()] == b"{" or m.group().rstrip().endswith(b"{"):
+            start_line = line
+        else:
+            if start_line is None:
+                return _scan_lines(data, n)
+            out.append((start_line, line))
+            start_line = None
+    if len(out) != n:
+        return _scan_lines(data, n)
+    return out
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}\n]')
+
+
+def _scan_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
+    out: list[tuple[int, int]] = []
+    depth = 0
+    line = 1
+    start = 0
+    for m in _TOKEN.finditer(data):
+        t = m.group()
+        c = t[:1]
+        if c == b'"':
+            continue
+        if c == b"\n":
+            line += 1
+        elif c in (b"[", b"{"):
+            depth += 1
+            if depth == 2:
+                start = line
+        else:
+            if depth == 2:
+                out.append((start, line))
+            depth -= 1
+    return out if len(out) == n else None
+
+
+def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_Raw], Path | None]:
+    """Events of the flat view: the largest candidate that is a JSON list."""
+    cands = []
+    for p in lay.flat_candidates:
+        try:
+            cands.append((p.stat().st_size, p))
+        except OSError as e:
+            session.diag("file.unreadable", f"cannot stat: {e.strerror}", ERROR, file=str(p))
+    cands.sort(key=lambda t: -t[0])
+    chosen: Path | None = None
+    out: list[_Raw] = []
+    for size, p in cands:
+        if chosen is not None:
+            session.files.append(SourceFile(str(p), "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {chosen.name}"))
+            continue
+        data, d = jsonio.read_bytes(p, opts.max_file_bytes)
+        if data is None:
+            session.diagnostics.append(d)
+            session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note=d.code))
+            continue
+        value, d = jsonio.loads(data, str(p))
+        if d is not None:
+            session.diagnostics.append(d)
+        if value is jsonio.MISSING:
+            session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note="not JSON"))
+            continue
+        if not isinstance(value, list):
+            session.diag(
+                "v0.flat-not-list",
+                f"flat export candidate is a JSON {type(value).__name__}, not a list of events; not used",
+                ERROR,
+                file=str(p),
+            )
+            session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note="not a list"))
+            continue
+        if not value:
+            session.diag("v0.flat-empty", "flat export is an empty list; not used", WARNING, file=str(p))
+            session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note="empty list"))
+            continue
+        chosen = p
+        lines = _element_lines(data, len(value))
+        rel = _rel(p, lay.root)
+        ids = []
+        for k, ev in enumerate(value):
+            ls, le = lines[k] if lines else (None, None)
+            eid = ev.get("id") if isinstance(ev, dict) else None
+            ids.append(eid)
+            out.append(_Raw(ev, Ref(rel, eid, ls, le)))
+        session.files.append(SourceFile(str(p), "flat-export", "read", size, ids))
+    return out, chosen
+
+
+def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
+    numbered = []
+    for n in _listdir(d):
+        m = _EVENT_FILE.match(n)
+        if m:
+            numbered.append((int(m.group(1)), n))
+        elif not n.startswith("."):
+            session.diag("v0.bad-event-name", f"file name is not <id>.json; ignored", INFO, file=str(d / n))
+            session.files.append(SourceFile(str(d / n), "event", "skipped", note="bad name"))
+    numbered.sort()
+    out = []
+    for num, n in numbered:
+        p = d / n
+        value, diags = jsonio.load_file(p, opts.max_file_bytes)
+        for x in diags:
+            if x.code != "json.nonstandard":
+                x.event_id = num
+            session.diagnostics.append(x)
+        if value is jsonio.MISSING or not isinstance(value, dict):
+            if value is not jsonio.MISSING:
+                session.diag("v0.malformed-event", f"event file holds a JSON {type(value).__name__}, not an object; skipped", ERROR, file=str(p), event_id=num)
+            else:
+                session.diag("v0.malformed-event", "event file could not be decoded; skipped", ERROR, file=str(p), event_id=num)
+            session.files.append(SourceFile(str(p), "event", "skipped", note="malformed"))
+            continue
+        eid = value.get("id")
+        if eid != num:
+            session.diag("v0.id-mismatch", f"file {n} holds event id {eid!r}", WARNING, file=str(p), event_id=eid)
+        out.append(_Raw(value, Ref(_rel(p, lay.root), eid, 1, 1)))  # json.dumps: one line
+        session.files.append(SourceFile(str(p), "event", "read", None, [eid]))
+    return out
+
+
+def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
+    shards = []
+    for n in _listdir(d):
+        m = _SHARD_FILE.match(n)
+        if m:
+            shards.append((int(m.group(1)), int(m.group(2)), n))
+        elif not n.startswith("."):
+            session.diag("v0.bad-event-name", "file name is not <start>-<end>.json; ignored", INFO, file=str(d / n))
+            session.files.append(SourceFile(str(d / n), "event-cache-shard", "skipped", note="bad name"))
+    shards.sort()
+    out = []
+    expected_start = None
+    for start, end, n in shards:
+        p = d / n
+        if expected_start is not None and start != expected_start:
+            session.diag("v0.shard-gap", f"shard starts at {start}, the previous one ended at {expected_start}", WARNING, file=str(p))
+        expected_start = end
+        value, diags = jsonio.load_file(p, opts.max_file_bytes)
+        session.diagnostics.extend(diags)
+        if not isinstance(value, list):
+            what = "could not be decoded" if value is jsonio.MISSING else f"holds a JSON {type(value).__name__}, not a list"
+            session.diag("v0.malformed-shard", f"cache shard {what}; skipped", ERROR, file=str(p))
+            session.files.append(SourceFile(str(p), "event-cache-shard", "skipped", note="malformed"))
+            continue
+        if len(value) != end - start:
+            session.diag("v0.shard-size", f"shard {n} holds {len(value)} events, its name says {end - start}", WARNING, file=str(p))
+        rel = _rel(p, lay.root)
+        ids = []
+        for k, ev in enumerate(value):
+            if not isinstance(ev, dict):
+                session.diag("v0.malformed-event", f"element {k} of the shard is a JSON {type(ev).__name__}, not an object; skipped", ERROR, file=str(p), offset=k)
+                continue
+            eid = ev.get("id")
+            ids.append(eid)
+            out.append(_Raw(ev, Ref(rel, eid, 1, 1)))
+        session.files.append(SourceFile(str(p), "event-cache-shard", "read", None, ids))
+    return out
+
+
+def _note_unused_view(name: str, paths: list[Path], role: str, session: Session) -> None:
+    for p in paths:
+        session.files.append(SourceFile(str(p), role, "unused", note=f"view {name} not chosen"))
+
+
+def _view_files(d: Path, pat: re.Pattern) -> list[Path]:
+    return [d / n for n in sorted(_listdir(d)) if pat.match(n)]
+
+
+# ---------------------------------------------------------------- events
+
+
+def _tool_call(raw: dict, args: Any, action: str) -> list[ToolCall]:
+    tcm = raw.get("tool_call_metadata")
+    if isinstance(tcm, dict):
+        call_id = tcm.get("tool_call_id")
+        name = tcm.get("function_name") or action
+        arguments: Any = None
+        mr = tcm.get("model_response")
+        if isinstance(mr, dict):
+            for ch in mr.get("choices") or []:
+                msg = ch.get("message") if isinstance(ch, dict) else None
+                for tc in (msg or {}).get("tool_calls") or []:
+                    if isinstance(tc, dict) and tc.get("id") == call_id:
+                        fn = tc.get("function") or {}
+                        arguments = fn.get("arguments")
+                        if isinstance(arguments, str):
+                            v, d = jsonio.loads(arguments)
+                            if v is not jsonio.MISSING:
+                                arguments = v
+                        name = fn.get("name") or name
+        if arguments is None and isinstance(args, dict):
+            arguments = {k: v for k, v in args.items() if k != "thought"}
+        return [ToolCall(name=str(name), arguments=arguments, call_id=call_id if isinstance(call_id, str) else None)]
+    if isinstance(args, dict):
+        return [ToolCall(name=action, arguments={k: v for k, v in args.items() if k != "thought"}, call_id=None)]
+    return [ToolCall(name=action, arguments=args, call_id=None)]
+
+
+def _response_of(raw: dict) -> tuple[str | None, str | None, str | None]:
+    """(response id, model, reasoning content) from tool_call_metadata."""
+    tcm = raw.get("tool_call_metadata")
+    if not isinstance(tcm, dict):
+        return None, None, None
+    mr = tcm.get("model_response")
+    if not isinstance(mr, dict):
+        return None, None, None
+    reasoning = None
+    for ch in mr.get("choices") or []:
+        msg = ch.get("message") if isinstance(ch, dict) else None
+        if isinstance(msg, dict):
+            r = msg.get("reasoning_content")
+            if isinstance(r, str) and r.strip():
+                reasoning = r
+    rid = mr.get("id")
+    return (rid if isinstance(rid, str) else None), mr.get("model"), reasoning
+
+
+def _usage_of(raw: dict) -> dict[str, Any] | None:
+    m = raw.get("llm_metrics")
+    if not isinstance(m, dict):
+        return None
+    acc = m.get("accumulated_token_usage") if isinstance(m.get("accumulated_token_usage"), dict) else {}
+    out: dict[str, Any] = {}
+    for k in ("prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens"):
+        v, _ = jsonio.tolerant_int(acc.get(k))
+        out[k] = v
+    cost = m.get("accumulated_cost")
+    out["cost"] = float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0
+    if acc.get("model"):
+        out["model"] = acc.get("model")
+    return out
+
+
+def to_event(raw: Any, ref: Ref) -> Event:
+    """The normalized view of one V0 event dict (``raw`` is kept as is)."""
+    if not isinstance(raw, dict):
+        return Event(id=None, kind=OTHER, type="invalid", raw=raw, ref=ref)
+    eid = raw.get("id")
+    source = raw.get("source")
+    ts = raw.get("timestamp")
+    if "action" in raw:
+        action = raw.get("action")
+        action = action if isinstance(action, str) else str(action)
+        args = raw.get("args")
+        a = args if isinstance(args, dict) else {}
+        rid, model, reasoning = _response_of(raw)
+        thought = a.get("thought") if isinstance(a.get("thought"), str) else None
+        if action == "message":
+            role = "user" if source == "user" else "assistant"
+            content = a.get("content")
+            return Event(eid, MESSAGE, action, raw, source, role, ts, content if isinstance(content, str) else None,
+                         response_id=rid, reasoning=reasoning, ref=ref)
+        if action == "system":
+            content = a.get("content")
+            return Event(eid, SYSTEM, action, raw, source, "system", ts, content if isinstance(content, str) else None, ref=ref)
+        if action in _STATE_ACTIONS:
+            return Event(eid, STATE, action, raw, source, None, ts, thought or None, ref=ref)
+        if action in ("condensation", "condensation_request"):
+            summary = a.get("summary")
+            ev = Event(eid, CONDENSATION, action, raw, source, None, ts, summary if isinstance(summary, str) else None, ref=ref)
+            if isinstance(a.get("forgotten_event_ids"), list):
+                ev.extra["forgotten_event_ids"] = a.get("forgotten_event_ids")
+            return ev
+        ev = Event(eid, ACTION, action, raw, source, "assistant" if source == "agent" else None, ts,
+                   thought if thought and thought.strip() else None, _tool_call(raw, args, action),
+                   response_id=rid, reasoning=reasoning, usage=_usage_of(raw), ref=ref)
+        if action == "finish":
+            ft = a.get("final_thought") or a.get("message")
+            if isinstance(ft, str):
+                ev.extra["final_thought"] = ft
+        if model:
+            ev.extra["model"] = model
+        return ev
+    if "observation" in raw:
+        obs = raw.get("observation")
+        obs = obs if isinstance(obs, str) else str(obs)
+        content = raw.get("content")
+        cause = raw.get("cause")
+        tcm = raw.get("tool_call_metadata")
+        call_id = tcm.get("tool_call_id") if isinstance(tcm, dict) and isinstance(tcm.get("tool_call_id"), str) else None
+        if obs in _STATE_OBSERVATIONS:
+            kind = STATE
+        elif obs == "error" and not isinstance(cause, int):
+            kind = ERROR_EVENT
+        else:
+            kind = OBSERVATION
+        return Event(eid, kind, obs, raw, source, "tool" if kind == OBSERVATION else None, ts,
+                     content if isinstance(content, str) else None, call_id=call_id,
+                     cause=cause if isinstance(cause, int) and not isinstance(cause, bool) else None, ref=ref)
+    return Event(eid, OTHER, "unknown", raw, source, None, ts, ref=ref)
+
+
+# ---------------------------------------------------------------- read
+
+
+def read(root: Path, options: ReadOptions | None = None) -> Session:
+    """Read a V0 trial directory, session directory or flat export file."""
+    opts = options or ReadOptions()
+    root = Path(root)
+    session = Session(format=NAME, source_path=str(root))
+    try:
+        lay = locate(root)
+    except OSError as e:
+        lay = None
+        session.diag("file.unreadable", f"cannot read: {e}", ERROR, file=str(root))
+    if lay is None:
+        session.diag("v0.no-layout", "not a V0 trial, session directory or flat export", ERROR, file=str(root))
+        return session
+    session.metadata["layout"] = lay.kind
+    session.metadata["trial_root"] = str(lay.root)
+    _read_metadata(lay, session, opts)
+
+    present = views_present(root)
+    session.metadata["views_present"] = present
+    want = opts.view
+    if want is not None and want not in VIEWS:
+        session.diag("v0.unknown-view", f"unknown view {want!r}; views are {', '.join(VIEWS)}", ERROR)
+        return session
+    raws: list[_Raw] = []
+    view = None
+    view_path = None
+    order = [want] if want else list(VIEWS)
+    if want and want not in present:
+        session.diag("v0.view-missing", f"view {want} is not present (present: {', '.join(present) or 'none'})", ERROR, file=str(root))
+    for v in order:
+        if v == FLAT and lay.flat_candidates:
+            raws, chosen = _read_flat(lay, session, opts)
+            if chosen is not None:
+                view, view_path = FLAT, chosen
+                break
+        elif v == EVENTS:
+            for d in lay.session_dirs:
+                ed = d / "events"
+                if _has_files(ed, _EVENT_FILE):
+                    raws = _read_events_dir(ed, lay, session, opts)
+                    view, view_path = EVENTS, ed
+                    break
+            if view:
+                break
+        elif v == CACHE:
+            for d in lay.session_dirs:
+                cd = d / "event_cache"
+                if _has_files(cd, _SHARD_FILE):
+                    raws = _read_cache_dir(cd, lay, session, opts)
+                    view, view_path = CACHE, cd
+                    break
+            if view:
+                break
+    if FLAT not in present and lay.kind in ("terminal-bench", "harbor"):
+        session.diag("v0.flat-missing", "no flat export (a killed or timed-out run writes none); using " + (view or "no view"), INFO, file=str(lay.root))
+    # account for the views not chosen
+    for d in lay.session_dirs:
+        if not (view == EVENTS and view_path == d / "events"):
+            _note_unused_view(EVENTS, _view_files(d / "events", _EVENT_FILE), "event", session)
+        if not (view == CACHE and view_path == d / "event_cache"):
+            _note_unused_view(CACHE, _view_files(d / "event_cache", _SHARD_FILE), "event-cache-shard", session)
+    if view != FLAT:
+        _note_unused_view(FLAT, [p for p in lay.flat_candidates if not any(f.path == str(p) for f in session.files)], "flat-export", session)
+    for r in lay.recordings:
+        session.files.append(SourceFile(str(r), "recording", "unused", note="a terminal recording, not steps"))
+    if len(lay.session_dirs) > 1:
+        session.diag("v0.multiple-sessions", f"{len(lay.session_dirs)} session directories; the first with the chosen view was used", INFO,
+                     file=str(lay.session_dirs[0].parent))
+
+    session.view = view
+    session.metadata["view"] = view
+    session.metadata["view_path"] = _rel(view_path, lay.root) if view_path else None
+    if view is None:
+        session.diag("v0.no-events", "no view holds any events", ERROR if not present else WARNING, file=str(root))
+    session.id = _session_id(lay, view_path)
+    session.events = [to_event(r.value, r.ref) for r in raws]
+    _check_ids(session, view)
+    _task_text(session)
+    _model_facts(session)
+    if opts.steps:
+        session.steps = build_steps(session)
+    return session
+
+
+def _read_metadata(lay: Layout, session: Session, opts: ReadOptions) -> None:
+    for name, p in lay.metadata_files:
+        value, diags = jsonio.load_file(p, opts.max_file_bytes)
+        session.diagnostics.extend(diags)
+        key = {"results.json": "results", "result.json": "result", "config.json": "config"}[name]
+        if value is jsonio.MISSING:
+            session.files.append(SourceFile(str(p), key, "skipped", note="unreadable"))
+            continue
+        session.metadata[key] = value
+        session.files.append(SourceFile(str(p), key, "read"))
+
+
+def _session_id(lay: Layout, view_path: Path | None) -> str:
+    if lay.session_dirs:
+        if view_path is not None and view_path.parent in lay.session_dirs:
+            return view_path.parent.name
+        return lay.session_dirs[0].name
+    if lay.kind == "flat-file":
+        return lay.root.stem
+    if lay.flat_candidates and lay.kind in ("terminal-bench", "agent-logs"):
+        return (view_path or lay.flat_candidates[0]).stem
+    return lay.root.name
+
+
+def _check_ids(session: Session, view: str | None) -> None:
+    seen: set = set()
+    prev = None
+    file = session.metadata.get("view_path")
+    for e in session.events:
+        if not isinstance(e.id, int) or isinstance(e.id, bool):
+            session.diag("v0.bad-id", f"event has no integer id (id={e.id!r})", WARNING, file=e.ref.path if e.ref else file)
+            continue
+        if e.id in seen:
+            session.diag("v0.duplicate-id", f"event id {e.id} appears more than once; the first is used for pairing", WARNING,
+                         file=e.ref.path if e.ref else file, event_id=e.id)
+        seen.add(e.id)
+        if view != FLAT and prev is not None and e.id > prev + 1:
+            session.diag("v0.id-gap", f"ids jump from {prev} to {e.id} ({e.id - prev - 1} missing)", WARNING,
+                         file=e.ref.path if e.ref else file, event_id=e.id)
+        if prev is not None and e.id < prev:
+            session.diag("v0.id-order", f"id {e.id} comes after {prev}", WARNING, file=e.ref.path if e.ref else file, event_id=e.id)
+        prev = e.id if prev is None else max(prev, e.id)
+
+
+def _task_text(session: Session) -> None:
+    for e in session.events:
+        if e.kind == MESSAGE and e.source == "user" and isinstance(e.text, str) and e.text.strip():
+            session.task = e.text
+            session.task_source = "first user message event"
+            return
+    results = session.metadata.get("results")
+    if isinstance(results, dict) and isinstance(results.get("instruction"), str):
+        session.task = results["instruction"]
+        session.task_source = "results.json instruction"
+
+
+def _model_facts(session: Session) -> None:
+    for e in session.events:
+        if e.kind == SYSTEM and isinstance(e.raw, dict):
+            a = e.raw.get("args") or {}
+            if isinstance(a, dict):
+                for k in ("openhands_version", "agent_class"):
+                    if a.get(k):
+                        session.metadata[k] = a.get(k)
+            break
+    for e in session.events:
+        if e.extra.get("model"):
+            session.metadata["model"] = e.extra["model"]
+            break
+    for e in reversed(session.events):
+        if e.type == "agent_state_changed" and isinstance(e.raw, dict):
+            ex = e.raw.get("extras") or {}
+            if isinstance(ex, dict) and ex.get("agent_state"):
+                session.metadata["final_agent_state"] = ex.get("agent_state")
+                break
+
+
+def build_steps(session: Session) -> list[Step]:
+    """One step per action answered by an observation (first answer wins)."""
+    ids: dict[int, Event] = {}
+    for e in session.events:
+        if isinstance(e.id, int) and e.id not in ids:
+            ids[e.id] = e
+    answer: dict[int, Event] = {}
+    last_obs_id = -1
+    for e in session.events:
+        raw = e.raw
+        if not isinstance(raw, dict) or "observation" not in raw:
+            continue
+        cause = raw.get("cause")
+        if not isinstance(cause, int) or isinstance(cause, bool):
+            continue
+        if isinstance(e.id, int):
+            last_obs_id = max(last_obs_id, e.id)
+        if cause not in ids:
+            session.diag("v0.orphan-observation", f"observation names cause {cause}, which is not in the {session.view} view",
+                         WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
+            continue
+        if cause not in answer:
+            answer[cause] = e
+    steps: list[Step] = []
+    unanswered: list[Any] = []
+    prev_usage: dict[str, Any] | None = None
+    seen_responses: set[str] = set()
+    done: set[int] = set()
+    for e in session.events:
+        raw = e.raw
+        if not isinstance(raw, dict) or "action" not in raw or not isinstance(e.id, int) or isinstance(e.id, bool):
+            continue
+        if e.id in done:
+            continue
+        done.add(e.id)
+        action = e.type
+        obs = answer.get(e.id)
+        if obs is None:
+            unanswered.append(e.id)
+            if e.id > last_obs_id and action not in _UNANSWERED_BY_DESIGN:
+                session.diag("v0.cutoff-action", f"trailing {action} action has no observation (the run was cut off); not a step",
+                             WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
+            continue
+        args = raw.get("args")
+        content = obs.raw.get("content")
+        usage = None
+        cost = None
+        if e.usage is not None:
+            rid = e.response_id
+            if rid is None or rid not in seen_responses:
+                usage = {k: (v - (prev_usage or {}).get(k, 0) if isinstance(v, (int, float)) else v) for k, v in e.usage.items()}
+                cost = usage.pop("cost", None)
+            if rid:
+                seen_responses.add(rid)
+            prev_usage = e.usage
+        steps.append(
+            Step(
+                step_id=len(steps) + 1,
+                action=render_action(action, args if isinstance(args, dict) else {}),
+                tool_type=action,
+                observation=content if isinstance(content, str) else "",
+                thinking=thinking_of(action, args),
+                action_ref=e.ref,
+                observation_ref=obs.ref,
+                action_event_id=e.id,
+                observation_event_id=obs.id,
+                parallel_group=e.response_id if _parallel(raw) else None,
+                usage=usage,
+                cost=cost,
+            )
+        )
+    session.metadata["actions_without_observation"] = unanswered
+    return steps
+
+
+def _parallel(raw: dict) -> bool:
+    tcm = raw.get("tool_call_metadata")
+    if isinstance(tcm, dict):
+        n = tcm.get("total_calls_in_response")
+        return isinstance(n, int) and n > 1
+    return False
+
+
+FORMAT = Format(
+    name=NAME,
+    description="OpenHands V0 event streams: terminal-bench and harbor trial directories, session directories, flat exports",
+    fingerprints=(
+        "sessions/*.json",
+        "sessions/sessions/*/events",
+        "sessions/sessions/*/event_cache",
+        "agent/openhands.trajectory.json",
+        "agent/sessions/*/events",
+        "agent/sessions/*/event_cache",
+        "agent-logs/*.json",
+        "events/[0-9]*.json",
+        "event_cache/[0-9]*-[0-9]*.json",
+        "[0-9]*.json",
+        "*.json",
+    ),
+    priority=40,
+    sniff=sniff,
+    read=read,
+)

@@ -1,0 +1,102 @@
+"""Human-readable renderings of a session: the steps table and the transcript.
+
+Output goes through ``rich`` and degrades to plain text when stdout is not a
+terminal (no colour codes in pipes).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .model import Session
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _cut(text: str | None, width: int) -> str:
+    if text is None:
+        return ""
+    if width and len(text) > width:
+        return text[: width - 1] + "…"
+    return text
+
+
+def _one_line(text: str | None, width: int) -> str:
+    return _cut((text or "").replace("\r", "").replace("\n", "⏎ "), width)
+
+
+def print_steps_table(session: Session, per_view: dict[str, Any] | None = None, width: int = 80) -> None:
+    """The steps as a table, with the task, view and step count above it."""
+    from rich.table import Table
+
+    con = _console()
+    con.print(f"[bold]{session.format}[/bold] {session.source_path}")
+    if session.id:
+        con.print(f"session {session.id}")
+    con.print(f"view: {session.view or '-'}   steps: {len(session.steps)}   events: {len(session.events)}")
+    if session.task:
+        con.print(f"task ({session.task_source}): {_one_line(session.task, 200)}")
+    if per_view:
+        con.print("views: " + ", ".join(f"{k}={v['step_count']}" for k, v in per_view.items()))
+    t = Table(show_lines=False, expand=False)
+    t.add_column("#", justify="right")
+    t.add_column("tool")
+    t.add_column("action", overflow="fold", max_width=width)
+    t.add_column("observation", overflow="fold", max_width=width // 2)
+    t.add_column("events")
+    labelled = any(s.labels for s in session.steps)
+    if labelled:
+        t.add_column("labels")
+    for s in session.steps:
+        row = [str(s.step_id), s.tool_type, _one_line(s.action, width), _one_line(s.observation, width // 2),
+               f"{s.action_event_id}→{s.observation_event_id}"]
+        if labelled:
+            row.append(",".join(s.labels))
+        t.add_row(*row)
+    con.print(t)
+
+
+def print_session(session: Session, width: int = 400, indent: str = "") -> None:
+    """The session as a transcript: task, then each event in order, with steps marked."""
+    con = _console()
+    step_of = {s.action_event_id: s for s in session.steps}
+    con.print(f"{indent}[bold]{session.format}[/bold] {session.id or ''}  ({session.source_path})")
+    meta = session.metadata
+    facts = [f"{k}={meta[k]}" for k in ("model", "view", "execution_status", "final_agent_state", "layout") if meta.get(k)]
+    if facts:
+        con.print(indent + "  ".join(facts))
+    if session.task:
+        con.print(f"{indent}[bold]task[/bold] ({session.task_source}):\n{indent}  {_cut(session.task, width)}")
+    con.print(f"{indent}{len(session.events)} events, {len(session.steps)} steps, {len(session.diagnostics)} diagnostics")
+    con.rule()
+    for e in session.events:
+        step = step_of.get(e.id)
+        tag = f"[bold cyan]step {step.step_id}[/bold cyan] " if step else ""
+        head = f"{indent}#{e.id} {e.kind}:{e.type}" + (f" ({e.source})" if e.source else "")
+        if step:
+            con.print(f"{head} {tag}")
+            if step.thinking:
+                con.print(f"{indent}  thought: {_cut(step.thinking, width)}", markup=False)
+            con.print(f"{indent}  $ {_cut(step.action, width)}", markup=False)
+        else:
+            con.print(head)
+            if e.text:
+                con.print(f"{indent}  {_cut(e.text, width)}", markup=False)
+            for c in e.tool_calls:
+                con.print(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})", markup=False)
+    for s in session.steps:
+        for child in s.children:
+            con.rule(f"sub-agent of step {s.step_id}")
+            print_session(child, width, indent + "    ")
+    unshown = [c for c in session.children if not any(c in s.children for s in session.steps)]
+    for child in unshown:
+        con.rule("sub-agent")
+        print_session(child, width, indent + "    ")
+    if session.diagnostics:
+        con.rule("diagnostics")
+        for d in session.diagnostics:
+            con.print(indent + str(d), markup=False)
