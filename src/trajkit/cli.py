@@ -22,7 +22,9 @@ from . import __version__
 from .model import DetectionError, ReadOptions, Session, TrajkitError
 
 #: verb -> "module:attribute" of a click command, imported on first use.
-LAZY_COMMANDS: dict[str, str] = {}
+LAZY_COMMANDS: dict[str, str] = {
+    "verify": "trajkit.commands.export:verify_cmd",
+}
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
