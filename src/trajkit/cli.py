@@ -111,7 +111,7 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
     """Say which format PATH holds (a run, or any path inside one)."""
     from .registry import detect
 
-    det = detect(path)
+    det = detect(path, exhaustive=why)
     if as_json:
         echo_json(det.to_dict())
     else:

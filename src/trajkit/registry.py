@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .model import ERROR, INFO, DetectionError, Diagnostic, ReadOptions, Session, WARNING
+from .model import INFO, DetectionError, Diagnostic, ReadOptions, Session
 
 #: Built-in formats, as ``module:attribute`` of a :class:`Format`.
 BUILTIN_FORMATS: list[str] = [
     "trajkit.formats.openhands_v0:FORMAT",
+    "trajkit.formats.rollout_trace:FORMAT",
 ]
 
 #: How many parent directories above the given path detection looks at.
@@ -168,11 +169,15 @@ def _fingerprint_hits(candidate: Path, fmt: Format, is_dir: bool) -> list[str]:
     return hits
 
 
-def detect(path: str | os.PathLike, only: list[str] | None = None) -> Detection:
+def detect(path: str | os.PathLike, only: list[str] | None = None, exhaustive: bool = False) -> Detection:
     """Which format ``path`` (or the run it is inside) holds, and why.
 
-    Never raises on data; a path that does not exist or matches nothing gives
-    a Detection with ``format=None``.
+    Candidates are the path and up to :data:`MAX_ANCESTORS` parents, nearest
+    first. Unless ``exhaustive``, the walk stops after the first candidate
+    with a strong match (sniffs map inner paths to their run's root, so
+    nothing farther up can be a better answer). Never raises on data; a path
+    that does not exist or matches nothing gives a Detection with
+    ``format=None``.
     """
     p = Path(os.path.abspath(os.fspath(path)))
     det = Detection(path=str(p), format=None, match=None)
@@ -205,6 +210,8 @@ def detect(path: str | os.PathLike, only: list[str] | None = None) -> Detection:
                 )
                 matches.append((-fmt.priority, 0 if m.strength == STRONG else 1, depth, fmt, m))
                 break
+        if not exhaustive and any(t[1] == 0 for t in matches):
+            break
     if not matches:
         return det
     matches.sort(key=lambda t: t[:3])

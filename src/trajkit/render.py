@@ -12,9 +12,12 @@ from .model import Session
 
 
 def _console():
+    import sys
+
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    # Pipes get a wide page instead of rich's 80-column default.
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
 
 
 def _cut(text: str | None, width: int) -> str:
