@@ -1,0 +1,811 @@
+"""Rollout traces: the per-call records a capture proxy writes between an
+agent and an OpenAI-compatible server (format name ``rollout-trace``).
+
+A rollout is a directory holding ``trace.json`` (a JSON array, or a dict
+wrapping one) or ``trace.jsonl`` / ``proxy_trace.jsonl`` (one record per
+line), optionally with ``task.json``, ``visible_tests.txt``,
+``held_out_tests.json`` and ``summary.json``; a trace file on its own reads
+too. Each record is one captured model call in the OpenEnv interception-proxy
+``TurnRecord`` shape (``turn``, ``request``, ``response``, ``logprobs``,
+``completion_tokens``, ``completion_token_ids``, ``per_token_logps``,
+``finish_reason``, ``latency_s``, ``timestamp``); see
+``shared/formats/opencode.md`` §2.
+
+The session unrolls the agent's conversation: the system and user messages
+of the first agent call, one assistant event per captured call (``raw`` is
+the whole record), and one observation per tool result that a later request
+carries. Bookkeeping calls (title generator, summariser) stay events of kind
+``other``; failed upstream calls are ``error`` events. Token ids and logprobs
+are parsed per call by :func:`parse_call`, which :mod:`trajkit.rl.turns`
+builds training turns from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..jsonio import MISSING, iter_jsonl, load_file, loads, read_bytes
+from ..model import (
+    ACTION,
+    ERROR,
+    ERROR_EVENT,
+    INFO,
+    MESSAGE,
+    OBSERVATION,
+    OTHER,
+    SYSTEM,
+    WARNING,
+    Diagnostic,
+    Event,
+    ReadOptions,
+    Ref,
+    Session,
+    SourceFile,
+    Step,
+    ToolCall,
+)
+from ..registry import STRONG, WEAK, Format, Match
+from ..steps import render_action
+
+NAME = "rollout-trace"
+
+#: Trace file names a rollout directory may hold, in the order they are preferred.
+TRACE_NAMES = ("trace.jsonl", "trace.json", "proxy_trace.jsonl", "proxy_trace.json")
+#: Other files a rollout directory may hold, and their role.
+SIDECARS = {
+    "task.json": "task",
+    "summary.json": "summary",
+    "visible_tests.txt": "visible_tests",
+    "held_out_tests.json": "held_out_tests",
+    "turns.json": "derived",
+    "turns.jsonl": "derived",
+    "proxy.json": "proxy",
+}
+
+#: ``token_id:<n>`` as vLLM writes it with ``--return-tokens-as-token-ids``.
+#: A strict prefix match: at least one fork appends more data after the number
+#: (opencode.md §2.3).
+TOKEN_ID_RE = re.compile(r"^token_id:(\d+)")
+
+#: Single-argument renderings for opencode's tools (``bash`` renders as its command).
+OPENCODE_SINGLE_ARGUMENT = {"bash": "command", "think": "thought"}
+
+#: Call purposes. ``agent``: a turn of the task conversation (the anchor rule);
+#: ``title`` / ``summary``: bookkeeping calls; ``other``: a tool-less or
+#: differently-prompted call that is not recognised.
+AGENT, TITLE, SUMMARY, OTHER_PURPOSE = "agent", "title", "summary", "other"
+
+_HEAD_BYTES = 1 << 16
+
+
+# ---------------------------------------------------------------- per-call parsing
+
+
+@dataclass(slots=True)
+class CallInfo:
+    """One captured model call, parsed: what was asked, what came back, and
+    the generated token ids and logprobs with where they were found.
+
+    ``output_ids`` is None when the record carries no usable ids (they are
+    never re-encoded from text); ``ids_source`` names the member they came
+    from. ``logps`` is aligned with ``output_ids`` when ids come from logprob
+    entries (a null logprob stays None); otherwise it is the recorded
+    ``per_token_logps``. ``prompt_ids`` are the prompt tokens the server
+    rendered, when the capture kept them.
+    """
+
+    index: int
+    turn: Any
+    request: dict[str, Any]
+    messages: list[Any]
+    tools: list[Any] | None
+    system: Any
+    response: dict[str, Any] | None
+    message: dict[str, Any]
+    content: str | None
+    reasoning: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    usage: dict[str, Any] | None
+    response_id: str | None
+    upstream_status: Any = None
+    upstream_error: Any = None
+    output_ids: list[int] | None = None
+    ids_source: str | None = None
+    logps: list[float | None] | None = None
+    logps_source: str | None = None
+    top_logprobs: list[Any] | None = None
+    prompt_ids: list[int] | None = None
+    prompt_ids_source: str | None = None
+    purpose: str | None = None
+    problems: list[tuple[str, str, str]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """The upstream call failed: no choices came back."""
+        return self.response is None or not (self.response.get("choices") or [])
+
+
+def _as_dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def message_text(content: Any) -> str | None:
+    """The text of a chat message's ``content`` (a string, or a list of parts)."""
+    if content is None:
+        return None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict):
+                t = part.get("text")
+                if isinstance(t, str):
+                    out.append(t)
+                elif part.get("type") not in (None, "text"):
+                    out.append(f"[{part.get('type')}]")
+        return "".join(out)
+    return str(content)
+
+
+def system_prompt(messages: list[Any]) -> Any:
+    """The system prompt of a request: the content of its leading system
+    message(s), as sent (a string, or a list when several)."""
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") in ("system", "developer"):
+            out.append(m.get("content"))
+        else:
+            break
+    if not out:
+        return None
+    return out[0] if len(out) == 1 else out
+
+
+def _decode_args(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        value, d = loads(arguments)
+        if value is not MISSING and d is None:
+            return value
+    return arguments
+
+
+def tool_calls_of(message: dict[str, Any]) -> list[ToolCall]:
+    """The tool calls of an assistant message (arguments decoded when they are JSON)."""
+    out = []
+    for tc in message.get("tool_calls") or []:
+        if not isinstance(tc, dict):
+            continue
+        fn = _as_dict(tc.get("function"))
+        name = fn.get("name") if isinstance(fn.get("name"), str) else str(fn.get("name") or "")
+        out.append(ToolCall(name=name, arguments=_decode_args(fn.get("arguments")), call_id=tc.get("id")))
+    return out
+
+
+def parse_token_id(token: Any) -> int | None:
+    """The id in a ``token_id:<n>`` token string, else None."""
+    if isinstance(token, str):
+        m = TOKEN_ID_RE.match(token)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def _int_list(v: Any) -> list[int] | None:
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+        return list(v)
+    return None
+
+
+def _ids_from_tokens(tokens: list[Any]) -> list[int] | None:
+    ids = [parse_token_id(t) for t in tokens]
+    if ids and all(i is not None for i in ids):
+        return ids  # type: ignore[return-value]
+    return None
+
+
+def _float_or_none(v: Any) -> float | None:
+    if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v:
+        return float(v)
+    return None
+
+
+def parse_call(record: dict[str, Any], index: int = 0) -> CallInfo:
+    """Parse one trace record. Never raises; odd members become ``problems``
+    (``(code, severity, message)``) for the caller to report.
+
+    Token ids come from, in order: ``completion_token_ids``, the ``token_id:N``
+    strings of ``completion_tokens``, the ``token`` of each ``logprobs`` entry,
+    the response's ``choices[0].logprobs.content``, and ``choices[0].token_ids``
+    (a server asked for ``return_token_ids``). Output text is never encoded.
+    """
+    request = _as_dict(record.get("request"))
+    messages = request.get("messages") if isinstance(request.get("messages"), list) else []
+    tools = request.get("tools") if isinstance(request.get("tools"), list) and request.get("tools") else None
+    response = record.get("response") if isinstance(record.get("response"), dict) else None
+    choices = (response or {}).get("choices")
+    choice = _as_dict(choices[0]) if isinstance(choices, list) and choices else {}
+    message = _as_dict(choice.get("message"))
+    content = message_text(message.get("content"))
+    reasoning = message.get("reasoning") if isinstance(message.get("reasoning"), str) else None
+    if reasoning is None and isinstance(message.get("reasoning_content"), str):
+        reasoning = message["reasoning_content"]
+    finish = record.get("finish_reason", choice.get("finish_reason"))
+    usage = (response or {}).get("usage")
+    info = CallInfo(
+        index=index,
+        turn=record.get("turn"),
+        request=request,
+        messages=messages,
+        tools=tools,
+        system=system_prompt(messages),
+        response=response,
+        message=message,
+        content=content,
+        reasoning=reasoning,
+        tool_calls=tool_calls_of(message),
+        finish_reason=finish if isinstance(finish, str) else None,
+        usage=usage if isinstance(usage, dict) else None,
+        response_id=(response or {}).get("id") if isinstance((response or {}).get("id"), str) else None,
+        upstream_status=(response or {}).get("upstream_status"),
+        upstream_error=(response or {}).get("upstream_error"),
+    )
+    if response is None:
+        info.problems.append(("rollout.no-response", ERROR, "the record has no response object"))
+
+    # --- output ids, in order of preference
+    entries = record.get("logprobs")
+    if not isinstance(entries, list):
+        entries = None
+    resp_entries = _as_dict(choice.get("logprobs")).get("content")
+    if not isinstance(resp_entries, list):
+        resp_entries = None
+    ids = _int_list(record.get("completion_token_ids"))
+    if ids is not None:
+        info.output_ids, info.ids_source = ids, "completion_token_ids"
+    if info.output_ids is None and isinstance(record.get("completion_tokens"), list):
+        ids = _ids_from_tokens(record["completion_tokens"])
+        if ids is not None:
+            info.output_ids, info.ids_source = ids, "completion_tokens"
+    for name, ents in (("logprobs", entries), ("response.logprobs", resp_entries)):
+        if info.output_ids is None and ents:
+            ids = _ids_from_tokens([_as_dict(e).get("token") for e in ents])
+            if ids is not None:
+                info.output_ids, info.ids_source = ids, name
+    if info.output_ids is None:
+        ids = _int_list(choice.get("token_ids"))
+        if ids is not None:
+            info.output_ids, info.ids_source = ids, "response.token_ids"
+    if info.output_ids is None and not info.failed:
+        toks = record.get("completion_tokens") or [(_as_dict(e)).get("token") for e in (entries or resp_entries or [])]
+        if toks:
+            info.problems.append((
+                "rollout.token-ids-unparsed",
+                WARNING,
+                f"{len(toks)} output tokens are text, not token_id:N (first {str(toks[0])[:40]!r}); "
+                "the server needs --return-tokens-as-token-ids; text is never re-encoded",
+            ))
+        else:
+            info.problems.append(("rollout.no-token-ids", WARNING, "the record carries no output token ids or logprobs"))
+
+    # --- logprobs aligned with the ids when they came from logprob entries
+    ents = entries if entries else resp_entries
+    if ents and info.output_ids is not None and len(ents) == len(info.output_ids):
+        info.logps = [_float_or_none(_as_dict(e).get("logprob")) for e in ents]
+        info.logps_source = "logprobs" if entries else "response.logprobs"
+        info.top_logprobs = [_as_dict(e).get("top_logprobs") for e in ents]
+    elif isinstance(record.get("per_token_logps"), list) and record["per_token_logps"]:
+        info.logps = [_float_or_none(x) for x in record["per_token_logps"]]
+        info.logps_source = "per_token_logps"
+    elif ents:
+        info.logps = [_float_or_none(_as_dict(e).get("logprob")) for e in ents]
+        info.logps_source = "logprobs" if entries else "response.logprobs"
+
+    # --- prompt ids, when the server returned them (vLLM return_token_ids)
+    for name, v in (
+        ("prompt_token_ids", record.get("prompt_token_ids")),
+        ("prompt_ids", record.get("prompt_ids")),
+        ("response.prompt_token_ids", (response or {}).get("prompt_token_ids")),
+    ):
+        ids = _int_list(v)
+        if ids is not None:
+            info.prompt_ids, info.prompt_ids_source = ids, name
+            break
+    purpose = record.get("purpose")
+    if isinstance(purpose, str) and purpose:
+        info.purpose = purpose
+    return info
+
+
+def classify(calls: list[CallInfo]) -> Any:
+    """Set each call's purpose by TRL's anchor rule and return the anchor
+    system prompt (None when no call has both messages and tools).
+
+    An explicit ``purpose`` in the record wins. Otherwise a call is ``agent``
+    when it has messages and tools and its system prompt equals that of the
+    first such call; ``title`` when its system prompt starts like opencode's
+    title generator; ``summary`` when it asks to summarise; else ``other``.
+    """
+    anchor = MISSING
+    for c in calls:
+        if c.messages and c.tools:
+            anchor = c.system
+            break
+    for c in calls:
+        if c.purpose:
+            continue
+        sys_text = message_text(c.system) if not isinstance(c.system, list) else " ".join(
+            message_text(x) or "" for x in c.system
+        )
+        low = (sys_text or "").lower()
+        if anchor is not MISSING and c.messages and c.tools and c.system == anchor:
+            c.purpose = AGENT
+        elif "title generator" in low or (not c.tools and "title" in low[:200]):
+            c.purpose = TITLE
+        elif "summar" in low[:400] or "compact" in low[:400]:
+            c.purpose = SUMMARY
+        else:
+            c.purpose = OTHER_PURPOSE
+    return None if anchor is MISSING else anchor
+
+
+# ---------------------------------------------------------------- detection
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(_HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+def looks_like_trace(path: Path) -> bool:
+    """Whether a file's first bytes look like a rollout trace (records with a request)."""
+    head = _head(path).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not head[:1] in (b"{", b"["):
+        return False
+    return b'"request"' in head and (b'"response"' in head or b'"turn"' in head)
+
+
+def trace_file_in(directory: Path) -> Path | None:
+    """The trace file a rollout directory holds, if any."""
+    for name in TRACE_NAMES:
+        p = directory / name
+        if p.is_file():
+            return p
+    extra = sorted(directory.glob("proxy_trace*.jsonl")) + sorted(directory.glob("proxy_trace*.json"))
+    return extra[0] if extra else None
+
+
+def sniff(candidate: Path, fingerprint: str) -> Match | None:
+    if candidate.is_file():
+        if looks_like_trace(candidate):
+            return Match(candidate, fingerprint, STRONG, f"{candidate.name} holds captured model-call records")
+        return None
+    trace = trace_file_in(candidate)
+    if trace is None or not looks_like_trace(trace):
+        return None
+    strength = STRONG if trace.name in TRACE_NAMES else WEAK
+    return Match(candidate, fingerprint, strength, f"{trace.name} holds captured model-call records")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _iso(ts: Any) -> str | None:
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool) and ts == ts:
+        try:
+            return datetime.fromtimestamp(float(ts), tz=timezone.utc).isoformat().replace("+00:00", "Z")
+        except (OverflowError, OSError, ValueError):
+            return None
+    if isinstance(ts, str):
+        return ts
+    return None
+
+
+def _load_records(path: Path, session: Session, options: ReadOptions) -> list[tuple[Any, int | None, int | None]]:
+    """The trace's records with their 1-based line ranges (None for a JSON array)."""
+    file = str(path)
+    data, d = read_bytes(path, options.max_file_bytes)
+    if data is None:
+        if d:
+            session.diagnostics.append(d)
+        return []
+    if not data.strip():
+        session.diag("file.empty", "the trace file is empty: no calls were captured", WARNING, file=file)
+        return []
+    if path.suffix != ".jsonl":
+        value, d = loads(data, file)
+        if value is not MISSING:
+            if d:
+                session.diagnostics.append(d)
+            if isinstance(value, dict) and "request" not in value:
+                for key in ("records", "trace", "entries", "calls", "turns", "data"):
+                    if isinstance(value.get(key), list):
+                        session.metadata["trace_wrapper"] = {k: v for k, v in value.items() if k != key}
+                        session.metadata["trace_wrapper_key"] = key
+                        value = value[key]
+                        break
+            if isinstance(value, list):
+                return [(v, None, None) for v in value]
+            if isinstance(value, dict):
+                return [(value, 1, data.count(b"\n") + 1)]
+            session.diag("rollout.not-a-trace", f"the trace is a JSON {type(value).__name__}, not records", ERROR, file=file)
+            return []
+        if data.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[") or data.strip().count(b"\n") == 0:
+            if d:
+                session.diagnostics.append(d)
+            return []
+        session.diag(
+            "rollout.jsonl-in-json",
+            f"{path.name} is not one JSON value; read as JSON Lines",
+            INFO,
+            file=file,
+        )
+    out: list[tuple[Any, int | None, int | None]] = []
+    diags: list[Diagnostic] = []
+    for jl in iter_jsonl(data, file, diags):
+        if jl.value is not MISSING:
+            out.append((jl.value, jl.line, jl.line))
+    session.diagnostics.extend(diags)
+    return out
+
+
+def _key(m: Any) -> bytes:
+    try:
+        return orjson.dumps(m, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        return repr(m).encode()
+
+
+def _same_message(a: Any, b: Any) -> bool:
+    """Whether a request's assistant message is the captured response ``b``
+    (opencode rebuilds it: content may be omitted or empty, arguments re-serialised)."""
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    ids_a = [tc.get("id") for tc in a.get("tool_calls") or [] if isinstance(tc, dict)]
+    ids_b = [tc.get("id") for tc in b.get("tool_calls") or [] if isinstance(tc, dict)]
+    if ids_a or ids_b:
+        return ids_a == ids_b
+    return (message_text(a.get("content")) or "").strip() == (message_text(b.get("content")) or "").strip()
+
+
+def read(root: Path, options: ReadOptions) -> Session:
+    """The rollout at ``root`` (a directory or a trace file) as a Session."""
+    root = Path(root)
+    session = Session(format=NAME, source_path=str(root), view="trace")
+    if root.is_file():
+        trace = root
+        sidecar_dir = root.parent if root.name in TRACE_NAMES else None
+    elif root.is_dir():
+        trace = trace_file_in(root)
+        sidecar_dir = root
+    else:
+        session.diag("rollout.no-trace", "no such file or directory", ERROR, file=str(root))
+        return session
+    if trace is None:
+        session.diag("rollout.no-trace", f"no trace file ({', '.join(TRACE_NAMES)}) in the directory", ERROR, file=str(root))
+        return session
+    try:
+        size = trace.stat().st_size
+    except OSError:
+        size = None
+    src = SourceFile(str(trace), "events", "read", size)
+    session.files.append(src)
+    session.metadata["trace_path"] = str(trace)
+    if sidecar_dir is not None:
+        _read_sidecars(sidecar_dir, trace, session, options)
+
+    raw_records = _load_records(trace, session, options)
+    calls: list[tuple[CallInfo, Any, int | None, int | None]] = []
+    used_ids: set[Any] = set()
+    odd: list[tuple[Any, int | None, int | None, int]] = []
+    for i, (rec, l0, l1) in enumerate(raw_records):
+        if not isinstance(rec, dict):
+            odd.append((rec, l0, l1, i))
+            session.diag(
+                "rollout.record-not-object",
+                f"record {i} is a JSON {type(rec).__name__}, not an object; kept as an event of kind other",
+                WARNING,
+                file=str(trace),
+                line=l0,
+            )
+            calls.append((None, rec, l0, l1))  # type: ignore[arg-type]
+            continue
+        info = parse_call(rec, i)
+        calls.append((info, rec, l0, l1))
+    infos = [c[0] for c in calls if c[0] is not None]
+    anchor = classify(infos)
+    session.metadata["anchor_system_prompt"] = (
+        (message_text(anchor) or "")[:200] if not isinstance(anchor, list) else "[several system messages]"
+    ) if anchor is not None else None
+    if infos and anchor is None:
+        session.diag(
+            "rollout.no-agent-call",
+            "no call has both messages and tools, so no call is recognised as an agent turn",
+            WARNING,
+            file=str(trace),
+        )
+
+    # event ids: "turn-<n>" when turns are unique ints, else "call-<index>"
+    turns = [c.turn for c in infos]
+    unique_turns = all(isinstance(t, int) and not isinstance(t, bool) for t in turns) and len(set(turns)) == len(turns)
+    if infos and not unique_turns:
+        session.diag(
+            "rollout.turn-numbers",
+            "turn numbers are missing, not integers or repeated; events are named by record position",
+            INFO,
+            file=str(trace),
+        )
+    prev_turn = None
+    for c in infos:
+        if unique_turns and prev_turn is not None and c.turn < prev_turn:
+            session.diag(
+                "rollout.turn-order",
+                f"turn {c.turn} is recorded after turn {prev_turn}: calls overlapped (turns are numbered on arrival)",
+                INFO,
+                file=str(trace),
+                event_id=f"turn-{c.turn}",
+            )
+        prev_turn = c.turn
+
+    counts: dict[str, int] = {}
+    prev_msgs: list[Any] | None = None
+    prev_reply: dict[str, Any] | None = None
+    action_by_call: dict[str, Event] = {}
+    answered: set[str] = set()
+    emitted: set[bytes] = set()
+    task_msg: str | None = None
+    for info, rec, l0, l1 in calls:
+        if info is None:
+            eid = f"call-{len(session.events)}"
+            session.events.append(Event(eid, OTHER, "record", rec, ref=Ref(str(trace), eid, l0, l1)))
+            src.event_ids.append(eid)
+            continue
+        eid = f"turn-{info.turn}" if unique_turns else f"call-{info.index}"
+        ref = Ref(str(trace), eid, l0, l1)
+        for code, sev, msg in info.problems:
+            session.diag(code, msg, sev, file=str(trace), event_id=eid, line=l0)
+        counts[info.purpose or OTHER_PURPOSE] = counts.get(info.purpose or OTHER_PURPOSE, 0) + 1
+        if info.failed:
+            counts["failed"] = counts.get("failed", 0) + 1
+            session.diag(
+                "rollout.upstream-error",
+                f"the upstream call failed (status {info.upstream_status}): {str(info.upstream_error)[:200]}",
+                WARNING,
+                file=str(trace),
+                event_id=eid,
+                line=l0,
+            )
+        if info.purpose == AGENT:
+            # the messages this request adds to the conversation
+            prefix = 0
+            if prev_msgs is not None:
+                while prefix < min(len(prev_msgs), len(info.messages)) and prev_msgs[prefix] == info.messages[prefix]:
+                    prefix += 1
+                if prefix < len(prev_msgs):
+                    session.diag(
+                        "rollout.history-rewritten",
+                        f"the request rewrites the conversation from message {prefix} on "
+                        "(compaction or pruned tool output)",
+                        INFO,
+                        file=str(trace),
+                        event_id=eid,
+                        line=l0,
+                    )
+            rewritten = prev_msgs is not None and prefix < len(prev_msgs)
+            for mi in range(prefix, len(info.messages)):
+                m = info.messages[mi]
+                if not isinstance(m, dict):
+                    continue
+                role = m.get("role")
+                k = _key(m)
+                seen_before = k in emitted
+                emitted.add(k)
+                if role not in ("tool", "assistant") and rewritten and seen_before:
+                    continue
+                mid = f"{eid}/msg-{mi}"
+                mref = Ref(str(trace), mid, l0, l1)
+                if role == "tool":
+                    cid = m.get("tool_call_id")
+                    if isinstance(cid, str) and cid in answered:
+                        continue
+                    act = action_by_call.get(cid) if isinstance(cid, str) else None
+                    if isinstance(cid, str):
+                        answered.add(cid)
+                    session.events.append(Event(
+                        mid, OBSERVATION, "tool", m, source="environment", role="tool",
+                        text=message_text(m.get("content")) or "", call_id=cid,
+                        cause=act.id if act is not None else None, ref=mref,
+                    ))
+                elif role == "assistant":
+                    if prev_reply is not None and _same_message(m, prev_reply):
+                        continue
+                    tcs = tool_calls_of(m)
+                    if tcs and all(tc.call_id in action_by_call for tc in tcs):
+                        continue
+                    if rewritten and seen_before:
+                        continue
+                    ev = Event(
+                        mid, ACTION if tcs else MESSAGE, "assistant", m, source="agent", role="assistant",
+                        text=message_text(m.get("content")), tool_calls=tcs, ref=mref,
+                    )
+                    for tc in tcs:
+                        if tc.call_id:
+                            action_by_call.setdefault(tc.call_id, ev)
+                    session.events.append(ev)
+                elif role in ("system", "developer"):
+                    session.events.append(Event(
+                        mid, SYSTEM, role, m, source="agent", role="system",
+                        text=message_text(m.get("content")), ref=mref,
+                    ))
+                else:
+                    text = message_text(m.get("content"))
+                    if task_msg is None and role == "user":
+                        task_msg = text
+                    session.events.append(Event(
+                        mid, MESSAGE, str(role), m, source="user" if role == "user" else str(role),
+                        role=role if isinstance(role, str) else None, text=text, ref=mref,
+                    ))
+            prev_msgs = info.messages
+            prev_reply = info.message if not info.failed else None
+        extra: dict[str, Any] = {"purpose": info.purpose, "turn": info.turn}
+        if info.finish_reason is not None:
+            extra["finish_reason"] = info.finish_reason
+        if info.ids_source:
+            extra["token_ids_source"] = info.ids_source
+            extra["output_tokens"] = len(info.output_ids or [])
+        if isinstance(rec.get("latency_s"), (int, float)):
+            extra["latency_s"] = rec["latency_s"]
+        if info.failed:
+            kind, typ = ERROR_EVENT, "model_call.error"
+            text = str(info.upstream_error) if info.upstream_error is not None else "upstream call failed"
+            extra["upstream_status"] = info.upstream_status
+        elif info.purpose == AGENT:
+            kind = ACTION if info.tool_calls else MESSAGE
+            typ, text = "model_call", info.content
+        else:
+            kind, typ, text = OTHER, f"model_call.{info.purpose}", info.content
+        ev = Event(
+            eid, kind, typ, rec, source="agent", role="assistant", timestamp=_iso(rec.get("timestamp")),
+            text=text, tool_calls=list(info.tool_calls) if kind == ACTION else [],
+            response_id=info.response_id, reasoning=info.reasoning, usage=info.usage, ref=ref, extra=extra,
+        )
+        if kind == ACTION:
+            for tc in info.tool_calls:
+                if tc.call_id:
+                    action_by_call.setdefault(tc.call_id, ev)
+        session.events.append(ev)
+        src.event_ids.append(eid)
+
+    session.metadata["calls"] = {"total": len(calls), **counts}
+    session.metadata["model"] = next(
+        (c.request.get("model") for c in infos if c.purpose == AGENT and isinstance(c.request.get("model"), str)), None
+    )
+    sources = sorted({c.ids_source for c in infos if c.ids_source})
+    session.metadata["token_ids_sources"] = sources
+    if session.task is None and task_msg is not None:
+        session.task, session.task_source = task_msg, "first user message"
+    if options.steps:
+        session.steps = build_steps(session)
+        unanswered = [
+            tc.call_id for e in session.events if e.kind == ACTION for tc in e.tool_calls if tc.call_id not in answered
+        ]
+        session.metadata["actions_without_observation"] = unanswered
+    return session
+
+
+def build_steps(session: Session) -> list[Step]:
+    """One step per tool call that a later tool result answers, in call order;
+    calls of one model response share a ``parallel_group``."""
+    obs: dict[str, Event] = {}
+    for e in session.events:
+        if e.kind == OBSERVATION and e.call_id and e.call_id not in obs:
+            obs[e.call_id] = e
+    steps: list[Step] = []
+    for e in session.events:
+        if e.kind != ACTION:
+            continue
+        answered = [tc for tc in e.tool_calls if tc.call_id in obs]
+        thought = e.reasoning if e.reasoning and e.reasoning.strip() else (e.text if e.text and e.text.strip() else None)
+        for k, tc in enumerate(answered):
+            o = obs[tc.call_id]
+            steps.append(Step(
+                step_id=len(steps) + 1,
+                action=render_action(tc.name, tc.arguments, OPENCODE_SINGLE_ARGUMENT),
+                tool_type=tc.name,
+                observation=o.text or "",
+                thinking=thought if k == 0 else None,
+                action_ref=e.ref,
+                observation_ref=o.ref,
+                action_event_id=e.id,
+                observation_event_id=o.id,
+                parallel_group=e.response_id or e.id if len(answered) > 1 else None,
+                usage=e.usage if k == 0 else None,
+                extra={"call_id": tc.call_id},
+            ))
+    return steps
+
+
+def _read_sidecars(directory: Path, trace: Path, session: Session, options: ReadOptions) -> None:
+    for name, role in SIDECARS.items():
+        p = directory / name
+        if not p.is_file():
+            continue
+        try:
+            size = p.stat().st_size
+        except OSError:
+            size = None
+        sf = SourceFile(str(p), role, "read", size)
+        session.files.append(sf)
+        if role == "derived":
+            sf.status, sf.note = "ignored", "derived turns; trajkit derives its own with `trajkit turns`"
+            continue
+        if name.endswith(".txt"):
+            data, d = read_bytes(p, options.max_file_bytes)
+            if data is None:
+                sf.status = "skipped"
+                if d:
+                    session.diagnostics.append(d)
+                continue
+            session.metadata[role] = data.decode("utf-8", errors="replace")
+            continue
+        value, diags = load_file(p, options.max_file_bytes)
+        session.diagnostics.extend(diags)
+        if value is MISSING:
+            sf.status = "skipped"
+            continue
+        session.metadata[role] = value
+        if role == "task":
+            text = _task_text(value)
+            if text is not None:
+                session.task, session.task_source = text, name
+            if isinstance(value, dict) and isinstance(value.get("id") or value.get("task_id"), (str, int)):
+                session.id = str(value.get("id") or value.get("task_id"))
+    # a trace next to other trace files: say which was read
+    others = [p.name for p in sorted(directory.glob("*trace*.json*")) if p != trace and p.is_file()]
+    if others:
+        session.diag(
+            "rollout.other-traces",
+            f"read {trace.name}; also present and not read: {', '.join(others)}",
+            INFO,
+            file=str(directory),
+        )
+        for name in others:
+            session.files.append(SourceFile(str(directory / name), "events", "unused"))
+
+
+def _task_text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, dict):
+        return None
+    for key in ("instruction", "task", "problem", "question", "prompt"):
+        v = value.get(key)
+        if isinstance(v, str):
+            return v
+        if isinstance(v, list):  # a chat prompt row: [{"role": "user", "content": ...}]
+            for m in v:
+                if isinstance(m, dict) and m.get("role") == "user":
+                    return message_text(m.get("content"))
+    return None
+
+
+FORMAT = Format(
+    name=NAME,
+    description="Captured model calls of an agent rollout (capture-proxy trace.json / trace.jsonl)",
+    fingerprints=TRACE_NAMES + ("proxy_trace*.jsonl", "proxy_trace*.json"),
+    priority=40,
+    sniff=sniff,
+    read=read,
+)
