@@ -29,6 +29,7 @@ from .model import INFO, DetectionError, Diagnostic, ReadOptions, Session
 BUILTIN_FORMATS: list[str] = [
     "trajkit.formats.openhands_v0:FORMAT",
     "trajkit.formats.rollout_trace:FORMAT",
+    "trajkit.formats.openhands_sdk:FORMAT",
 ]
 
 #: How many parent directories above the given path detection looks at.

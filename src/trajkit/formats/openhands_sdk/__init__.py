@@ -1,0 +1,53 @@
+"""OpenHands SDK (V1) conversation directories: the ``openhands-sdk`` format.
+
+Public face: :data:`FORMAT` (registered in :mod:`trajkit.registry`),
+:func:`read`, :func:`find_sessions`, :func:`conversation_dir` and
+:func:`rebuild_context` ("what the model saw").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...registry import STRONG, WEAK, Format, Match
+from .layout import EVENT_NAME, conversation_dir, find_sessions, is_conversation_dir
+from .reader import FORMAT_NAME, read
+
+
+def sniff(candidate: Path, fingerprint: str) -> Match | None:
+    """Claim ``candidate`` when it is (or is inside) an SDK conversation."""
+    if fingerprint == "event-*.json":
+        if not EVENT_NAME.match(candidate.name) and not candidate.name.startswith("event-"):
+            return None
+    root = conversation_dir(candidate)
+    if root is None:
+        return None
+    has_state = (root / "base_state.json").is_file()
+    has_events = (root / "events").is_dir()
+    if has_state:
+        return Match(root, fingerprint, STRONG, "base_state.json" + (" and events/" if has_events else ""))
+    if has_events:
+        return Match(root, fingerprint, STRONG, "events/event-<index>-<id>.json files")
+    return Match(root, fingerprint, WEAK, "agent-server meta.json without base_state.json")
+
+
+FORMAT = Format(
+    name=FORMAT_NAME,
+    description="OpenHands software-agent-sdk (V1) conversation directory: base_state.json + events/event-<idx>-<id>.json",
+    fingerprints=("base_state.json", "events/event-*.json", "meta.json", "event-*.json"),
+    priority=50,
+    sniff=sniff,
+    read=read,
+    find_sessions=find_sessions,
+)
+
+
+def rebuild_context(session_or_path, at=None):
+    """One entry per agent LLM call: ``{"llm_response_id", "messages"}``
+    (see :mod:`.context`)."""
+    from .context import rebuild_context as _rc
+
+    return _rc(session_or_path, at=at)
+
+
+__all__ = ["FORMAT", "read", "find_sessions", "conversation_dir", "rebuild_context", "is_conversation_dir", "sniff"]

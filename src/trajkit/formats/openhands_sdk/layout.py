@@ -1,0 +1,246 @@
+"""Where OpenHands SDK conversations live on disk, and what each file is.
+
+A conversation directory holds ``base_state.json``, ``events/`` (one file per
+event, ``event-<index>-<event id>.json``), and optionally ``meta.json`` (agent
+server), ``observations/``, ``TASKS.json``, lease files and ``subagents/<hex>/``
+child conversations in the same layout (``openhands-v1.md`` §1).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from ...model import ERROR, INFO, WARNING, Diagnostic
+
+#: The SDK's reader regex since 1.30 (5 or more index digits; the id part as
+#: the SDK accepts it). A name that does not match is skipped with a warning.
+EVENT_NAME = re.compile(r"^event-(\d{5,})-([0-9a-fA-F\-]{8,})\.json$")
+
+STATE_FILE = "base_state.json"
+META_FILE = "meta.json"
+EVENTS_DIR = "events"
+SUBAGENTS_DIR = "subagents"
+OBSERVATIONS_DIR = "observations"
+
+#: Directories never walked when looking for conversations.
+SKIP_DIRS = frozenset({EVENTS_DIR, OBSERVATIONS_DIR, ".git", ".hg", ".svn", "__pycache__", "node_modules"})
+#: How deep :func:`find_sessions` walks below its root.
+MAX_WALK_DEPTH = 8
+
+# Fine-grained status of a file in ``events/`` (kept in SourceFile.note).
+EVENT = "event"
+MALFORMED = "malformed"
+GAP = "gap"
+DUPLICATE = "duplicate"
+BAD_NAME = "bad-name"
+SIDECAR = "sidecar"
+EVENT_FILE_STATUSES = (EVENT, MALFORMED, GAP, DUPLICATE, BAD_NAME, SIDECAR)
+
+
+@dataclass(slots=True)
+class EventFile:
+    """One entry of ``events/``: its name, parsed index and id (None when the
+    name does not match), and its status once the scan decided."""
+
+    name: str
+    path: str
+    index: int | None
+    name_id: str | None
+    status: str = EVENT
+
+
+@dataclass(slots=True)
+class EventScan:
+    """The outcome of listing ``events/`` as the SDK does: the files it reads
+    in index order, and every other file with why it is not read."""
+
+    ordered: list[EventFile] = field(default_factory=list)
+    others: list[EventFile] = field(default_factory=list)
+    first_missing: int | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def is_conversation_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a directory holding a conversation (its state, its
+    agent-server metadata, or an ``events/`` directory of SDK event files)."""
+    p = os.fspath(path)
+    if os.path.isfile(os.path.join(p, STATE_FILE)):
+        return True
+    if os.path.isfile(os.path.join(p, META_FILE)) and _looks_like_meta(os.path.join(p, META_FILE)):
+        return True
+    ev = os.path.join(p, EVENTS_DIR)
+    if not os.path.isdir(ev):
+        return False
+    try:
+        with os.scandir(ev) as it:
+            for e in it:
+                if e.name.startswith("event-") and e.name.endswith(".json"):
+                    return True
+    except OSError:
+        return False
+    return False
+
+
+def _looks_like_meta(path: str) -> bool:
+    """Whether a ``meta.json`` is the agent server's StoredConversation."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(1 << 20)
+        value = orjson.loads(data)
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    return isinstance(value, dict) and ("conversation_id" in value or ("initial_message" in value and "id" in value))
+
+
+def conversation_dir(path: str | os.PathLike) -> Path | None:
+    """The conversation directory ``path`` names: itself, the directory of its
+    ``base_state.json`` or ``meta.json``, the conversation of an event file or
+    of a path inside ``events/`` / ``observations/``; None when there is none."""
+    p = Path(os.path.abspath(os.fspath(path)))
+    d = p if p.is_dir() else p.parent
+    if is_conversation_dir(d):
+        return d
+    if d.name in (EVENTS_DIR, OBSERVATIONS_DIR, SUBAGENTS_DIR) and is_conversation_dir(d.parent):
+        return d.parent
+    return None
+
+
+def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None = None) -> list[Path]:
+    """The conversation directories under ``root``, in path order.
+
+    ``root`` may be a directory of conversations, a directory above several,
+    one conversation, or a file inside one. Sub-agents belong to their parent
+    and are not listed; ``events/``, ``observations/`` and version-control
+    directories are not walked; symlinked directories are followed once
+    (loops are cut); an unreadable directory is skipped with a diagnostic
+    appended to ``diagnostics``.
+    """
+    diags = diagnostics if diagnostics is not None else []
+    p = Path(os.path.abspath(os.fspath(root)))
+    if not p.exists():
+        diags.append(Diagnostic("sdk.root-missing", "no such file or directory", ERROR, file=str(p)))
+        return []
+    conv = conversation_dir(p)
+    if conv is not None:
+        return [conv]
+    if not p.is_dir():
+        return []
+    found: list[Path] = []
+    seen: set[tuple[int, int]] = set()
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            st = d.stat()
+        except OSError as e:
+            diags.append(Diagnostic("sdk.dir-unreadable", f"cannot stat directory: {e.strerror or e}", WARNING, file=str(d)))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", INFO, file=str(d)))
+            return
+        seen.add(key)
+        if is_conversation_dir(d):
+            found.append(d)
+            return
+        if depth >= MAX_WALK_DEPTH:
+            return
+        try:
+            with os.scandir(d) as it:
+                entries = sorted((e for e in it), key=lambda e: e.name)
+        except OSError as e:
+            diags.append(Diagnostic("sdk.dir-unreadable", f"cannot list directory: {e.strerror or e}", WARNING, file=str(d)))
+            return
+        for e in entries:
+            if e.name in SKIP_DIRS:
+                continue
+            try:
+                if not e.is_dir():
+                    continue
+            except OSError:
+                continue
+            walk(Path(e.path), depth + 1)
+
+    walk(p, 0)
+    return found
+
+
+def scan_events(events_dir: str) -> EventScan:
+    """List ``events/`` and decide, as the SDK does, which files are read.
+
+    Dot-files are the SDK's sidecars (lock, length marker) and are ignored. A
+    name that does not match :data:`EVENT_NAME` is ``bad-name``. Indices are
+    read from 0 up to the first missing one; files past it are ``gap``; a
+    second file for an index is ``duplicate`` (the first name in sort order
+    is kept).
+    """
+    scan = EventScan()
+    try:
+        names = os.listdir(events_dir)
+    except FileNotFoundError:
+        return scan
+    except OSError as e:
+        scan.diagnostics.append(
+            Diagnostic("sdk.events-unreadable", f"cannot list events directory: {e.strerror or e}", ERROR, file=events_dir)
+        )
+        return scan
+    names.sort()
+    by_index: dict[int, EventFile] = {}
+    for name in names:
+        path = os.path.join(events_dir, name)
+        if name.startswith("."):
+            scan.others.append(EventFile(name, path, None, None, SIDECAR))
+            continue
+        m = EVENT_NAME.match(name)
+        if m is None:
+            ef = EventFile(name, path, None, None, BAD_NAME)
+            scan.others.append(ef)
+            scan.diagnostics.append(
+                Diagnostic(
+                    "sdk.event-bad-name",
+                    "not an SDK event file name (event-<5+ digit index>-<id>.json); the SDK skips it",
+                    WARNING,
+                    file=path,
+                )
+            )
+            continue
+        idx = int(m.group(1))
+        ef = EventFile(name, path, idx, m.group(2))
+        if idx in by_index:
+            ef.status = DUPLICATE
+            scan.others.append(ef)
+            scan.diagnostics.append(
+                Diagnostic(
+                    "sdk.event-duplicate-index",
+                    f"a second file for index {idx} (kept {by_index[idx].name}); not read",
+                    WARNING,
+                    file=path,
+                )
+            )
+            continue
+        by_index[idx] = ef
+    i = 0
+    while i in by_index:
+        scan.ordered.append(by_index[i])
+        i += 1
+    if len(scan.ordered) != len(by_index):
+        scan.first_missing = i
+        for idx in sorted(by_index):
+            if idx > i:
+                ef = by_index[idx]
+                ef.status = GAP
+                scan.others.append(ef)
+        n_gap = len(by_index) - len(scan.ordered)
+        scan.diagnostics.append(
+            Diagnostic(
+                "sdk.event-gap",
+                f"index {i} is missing; the SDK reads events 0..{i - 1} and ignores the {n_gap} file(s) after the gap",
+                WARNING,
+                file=os.path.join(events_dir, f"event-{i:05d}-*.json"),
+            )
+        )
+    return scan

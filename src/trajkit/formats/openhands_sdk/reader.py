@@ -1,0 +1,688 @@
+"""Read one OpenHands SDK (V1) conversation directory into a Session.
+
+Events are read as the SDK reads them (index order from 0 to the first
+missing index); every file of the directory is accounted for in
+``Session.files``; the event tree gives the active branch; usage is joined
+to events by ``llm_response_id``; sub-agent conversations under
+``subagents/`` become child sessions, matched to the action that spawned
+them where that can be told.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ... import jsonio
+from ...model import (
+    ACTION,
+    CONDENSATION,
+    ERROR,
+    ERROR_EVENT,
+    INFO,
+    MESSAGE,
+    OBSERVATION,
+    OTHER,
+    STATE,
+    SYSTEM,
+    WARNING,
+    Diagnostic,
+    Event,
+    ReadOptions,
+    Ref,
+    Session,
+    SourceFile,
+    ToolCall,
+)
+from . import layout, tree
+from .layout import EVENT, MALFORMED
+from .views import (
+    ACPToolCallView,
+    ActionView,
+    AgentErrorView,
+    CondensationView,
+    ConversationErrorView,
+    EventView,
+    MessageView,
+    ObservationView,
+    SecurityAnalysisView,
+    StateUpdateView,
+    StateView,
+    SystemPromptView,
+    UserRejectView,
+    content_text,
+    view,
+)
+
+FORMAT_NAME = "openhands-sdk"
+#: How deep sub-agent directories nest before the reader stops descending.
+MAX_CHILD_DEPTH = 16
+
+_KIND_MAP = {
+    "SystemPromptEvent": SYSTEM,
+    "MessageEvent": MESSAGE,
+    "ActionEvent": ACTION,
+    "ObservationEvent": OBSERVATION,
+    "UserRejectObservation": OBSERVATION,
+    "AgentErrorEvent": OBSERVATION,
+    "Condensation": CONDENSATION,
+    "CondensationSummaryEvent": CONDENSATION,
+    "CondensationRequest": STATE,
+    "PauseEvent": STATE,
+    "InterruptEvent": STATE,
+    "ConversationStateUpdateEvent": STATE,
+    "SecurityAnalysisEvent": STATE,
+    "ConversationErrorEvent": ERROR_EVENT,
+    "ServerErrorEvent": ERROR_EVENT,
+    "ACPToolCallEvent": ACTION,
+}
+_ROLE_OF_SOURCE = {"user": "user", "agent": "assistant"}
+
+
+def _localize(ts: str | None, tz: Any) -> str | None:
+    if ts is None or tz is None:
+        return ts
+    try:
+        dt = datetime.fromisoformat(ts)
+    except ValueError:
+        return ts
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=tz)
+    return dt.isoformat()
+
+
+def _zone(name: str | None, session: Session) -> Any:
+    if not name:
+        return None
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except Exception as e:  # unknown zone, no tzdata
+        session.diag("sdk.bad-timezone", f"cannot use time zone {name!r} ({e}); timestamps left naive", WARNING)
+        return None
+
+
+def normalize_event(v: EventView, path: str, tz: Any = None) -> Event:
+    """The normalized :class:`Event` for one typed view (answer links are
+    filled later, when the whole log is known)."""
+    raw = v.raw
+    kind_name = v.kind or ""
+    ev = Event(
+        id=v.id,
+        kind=_KIND_MAP.get(kind_name, OTHER),
+        type=kind_name or "?",
+        raw=raw,
+        source=v.source,
+        timestamp=_localize(v.timestamp, tz),
+        parent_id=v.parent_id,
+        ref=Ref(path=path, event_id=v.id),
+    )
+    if isinstance(v, ActionView):
+        ev.role = "assistant"
+        ev.text = v.thought_text
+        args, decoded = v.arguments()
+        ev.tool_calls = [ToolCall(v.call_name or "?", args, v.tool_call_id)]
+        ev.call_id = v.tool_call_id
+        ev.response_id = v.llm_response_id
+        ev.reasoning = v.reasoning
+        x = ev.extra
+        x["tool_name"] = v.tool_name
+        x["action_kind"] = v.action_kind
+        x["executable"] = v.action is not None
+        if not decoded:
+            x["arguments_not_json"] = True
+        if v.security_risk is not None:
+            x["security_risk"] = v.security_risk
+        if v.summary is not None:
+            x["summary"] = v.summary
+    elif isinstance(v, ObservationView):
+        ev.role = "tool"
+        ev.text = v.text
+        ev.call_id = v.tool_call_id
+        ev.cause = v.action_id
+        ev.extra["tool_name"] = v.tool_name
+        ev.extra["observation_kind"] = v.observation_kind
+        if v.is_error:
+            ev.extra["is_error"] = True
+    elif isinstance(v, UserRejectView):
+        ev.role = "tool"
+        ev.text = v.text
+        ev.call_id = v.tool_call_id
+        ev.cause = v.action_id
+        ev.extra["tool_name"] = v.tool_name
+        ev.extra["rejected"] = True
+        if v.rejection_source:
+            ev.extra["rejection_source"] = v.rejection_source
+    elif isinstance(v, AgentErrorView):
+        ev.role = "tool"
+        ev.text = v.error
+        ev.call_id = v.tool_call_id
+        ev.extra["tool_name"] = v.tool_name
+        ev.extra["is_error"] = True
+        if v.classification is not None:
+            ev.extra["classification"] = v.classification
+    elif isinstance(v, MessageView):
+        ev.role = v.role or _ROLE_OF_SOURCE.get(v.source or "")
+        ev.text = v.text
+        ev.response_id = v.llm_response_id
+        ev.reasoning = v.reasoning
+        if v.extended_content:
+            ev.extra["extended_text"] = content_text(v.extended_content)
+        if v.sender:
+            ev.extra["sender"] = v.sender
+    elif isinstance(v, SystemPromptView):
+        ev.role = "system"
+        ev.text = v.text
+        dc = v.dynamic_context
+        if dc is not None and isinstance(dc.get("text"), str):
+            ev.extra["dynamic_context"] = dc["text"]
+        ev.extra["tool_names"] = [t.get("title") or t.get("name") for t in v.tools if isinstance(t, dict)]
+    elif isinstance(v, CondensationView):
+        ev.response_id = v.llm_response_id
+        ev.text = v.summary
+        ev.extra["forgotten_event_ids"] = v.forgotten_event_ids
+        if v.summary is not None:
+            ev.extra["summary"] = v.summary
+        if v.summary_offset is not None:
+            ev.extra["summary_offset"] = v.summary_offset
+    elif isinstance(v, ConversationErrorView):
+        ev.text = v.detail
+        ev.extra["code"] = v.code
+        if v.classification is not None:
+            ev.extra["classification"] = v.classification
+    elif isinstance(v, StateUpdateView):
+        ev.extra["key"] = v.key
+    elif isinstance(v, SecurityAnalysisView):
+        ev.extra["risks"] = v.risks
+    elif isinstance(v, ACPToolCallView):
+        name = v.tool_kind or v.title or "acp_tool"
+        ev.role = "assistant"
+        ev.text = v.title
+        ev.tool_calls = [ToolCall(name, v.raw_input, v.tool_call_id)]
+        ev.call_id = v.tool_call_id
+        ev.extra["acp_output"] = v.output_text
+        ev.extra["acp_status"] = v.status
+        if v.is_error:
+            ev.extra["is_error"] = True
+    if not v.known:
+        ev.extra["unknown_kind"] = True
+    return ev
+
+
+# ----------------------------------------------------------------- state
+
+
+_COUNT_FIELDS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "context_window",
+    "per_turn_token",
+)
+
+
+class _Numbers:
+    """Counts read leniently, with a tally of what was odd."""
+
+    __slots__ = ("floats", "bad")
+
+    def __init__(self) -> None:
+        self.floats = 0
+        self.bad = 0
+
+    def count(self, v: Any) -> int:
+        n, flagged = jsonio.tolerant_int(v)
+        if flagged:
+            if v is None:
+                pass
+            elif isinstance(v, float) and v.is_integer() and n == v:
+                self.floats += 1
+            else:
+                self.bad += 1
+        return n
+
+    def money(self, v: Any) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            if v is not None:
+                self.bad += 1
+            return 0.0
+        if v != v or v < 0 or v in (float("inf"), float("-inf")):
+            self.bad += 1
+            return 0.0
+        return float(v)
+
+    def seconds(self, v: Any) -> float | None:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
+            return None
+        return float(v)
+
+
+def _usage(tu: dict, nums: _Numbers) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in _COUNT_FIELDS:
+        if f in tu:
+            out[f] = nums.count(tu.get(f))
+    if isinstance(tu.get("model"), str):
+        out["model"] = tu["model"]
+    return out
+
+
+def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Per usage id: model, accumulated cost and token totals, call count;
+    and the per-response usage index (response id -> usage, latency, cost)."""
+    summary: dict[str, Any] = {}
+    by_response: dict[str, dict[str, Any]] = {}
+    for usage_id, m in state.usage_to_metrics.items():
+        if not isinstance(m, dict):
+            continue
+        acc = m.get("accumulated_token_usage")
+        token_usages = [t for t in (m.get("token_usages") or []) if isinstance(t, dict)] if isinstance(m.get("token_usages"), list) else []
+        costs = [c for c in (m.get("costs") or []) if isinstance(c, dict)] if isinstance(m.get("costs"), list) else []
+        lats = [c for c in (m.get("response_latencies") or []) if isinstance(c, dict)] if isinstance(m.get("response_latencies"), list) else []
+        summary[usage_id] = {
+            "model_name": m.get("model_name") if isinstance(m.get("model_name"), str) else None,
+            "accumulated_cost": nums.money(m.get("accumulated_cost")),
+            "accumulated_token_usage": _usage(acc, nums) if isinstance(acc, dict) else {},
+            "calls": len(token_usages),
+        }
+        latency = {c.get("response_id"): nums.seconds(c.get("latency")) for c in lats if isinstance(c.get("response_id"), str)}
+        cost_by_id = {c.get("response_id"): nums.money(c.get("cost")) for c in costs if isinstance(c.get("response_id"), str)}
+        positional = not cost_by_id and costs and len(costs) == len(token_usages)
+        for i, tu in enumerate(token_usages):
+            rid = tu.get("response_id")
+            if not isinstance(rid, str) or not rid:
+                continue
+            u = _usage(tu, nums)
+            u["usage_id"] = usage_id
+            if rid in latency and latency[rid] is not None:
+                u["latency"] = latency[rid]
+            if rid in cost_by_id:
+                u["cost"] = cost_by_id[rid]
+            elif positional:
+                u["cost"] = nums.money(costs[i].get("cost"))
+                u["cost_join"] = "position"
+            by_response.setdefault(rid, u)
+    return summary, by_response
+
+
+def state_facts(state: StateView) -> dict[str, Any]:
+    """The base_state facts consumers need, flat (the whole file stays in ``metadata['state']``)."""
+    raw = state.raw
+    g = raw.get
+    cp = g("confirmation_policy")
+    sa = g("security_analyzer")
+    facts = {
+        "conversation_id": g("id") if isinstance(g("id"), str) else None,
+        "agent_kind": state.agent_kind,
+        "model": state.model,
+        "usage_id": state.usage_id,
+        "reasoning_effort": state.reasoning_effort,
+        "working_dir": state.working_dir,
+        "execution_status": g("execution_status") if isinstance(g("execution_status"), str) else None,
+        "confirmation_policy": cp.get("kind") if isinstance(cp, dict) else None,
+        "security_analyzer": sa.get("kind") if isinstance(sa, dict) else None,
+        "leaf_event_id": g("leaf_event_id") if isinstance(g("leaf_event_id"), str) else None,
+        "head_is_empty": g("head_is_empty") if isinstance(g("head_is_empty"), bool) else None,
+        "max_iterations": g("max_iterations") if isinstance(g("max_iterations"), int) else None,
+        "persistence_dir": g("persistence_dir") if isinstance(g("persistence_dir"), str) else None,
+        "last_user_message_id": g("last_user_message_id") if isinstance(g("last_user_message_id"), str) else None,
+        "tools": [t.get("name") for t in state.agent.get("tools") or [] if isinstance(t, dict)]
+        if isinstance(state.agent.get("tools"), list)
+        else [],
+        "condenser": (state.agent.get("condenser") or {}).get("kind") if isinstance(state.agent.get("condenser"), dict) else None,
+        "blocked_actions": g("blocked_actions") if isinstance(g("blocked_actions"), dict) else {},
+        "tags": g("tags") if isinstance(g("tags"), dict) else {},
+    }
+    return facts
+
+
+def meta_facts(meta: dict) -> dict[str, Any]:
+    """The agent-server ``meta.json`` facts, and which shape it has
+    (``embedded-agent`` before 1.43, ``stored-conversation`` after)."""
+    g = meta.get
+    metrics = g("metrics") if isinstance(g("metrics"), dict) else None
+    return {
+        "shape": "embedded-agent" if isinstance(g("agent"), dict) else "stored-conversation",
+        "id": g("id"),
+        "conversation_id": g("conversation_id"),
+        "title": g("title") if isinstance(g("title"), str) else None,
+        "created_at": g("created_at"),
+        "updated_at": g("updated_at"),
+        "tags": g("tags") if isinstance(g("tags"), dict) else {},
+        "parent_conversation_id": g("parent_conversation_id"),
+        "forked_from_conversation_id": g("forked_from_conversation_id"),
+        "forked_from_event_id": g("forked_from_event_id"),
+        "accumulated_cost": metrics.get("accumulated_cost") if metrics else None,
+        "model": ((g("agent") or {}).get("llm") or {}).get("model") if isinstance(g("agent"), dict) else None,
+    }
+
+
+# ----------------------------------------------------------------- read
+
+
+def _load_json(path: str, cap: int) -> tuple[Any, Diagnostic | None, int | None]:
+    data, d = jsonio.read_bytes(path, cap)
+    if data is None:
+        return jsonio.MISSING, d, None
+    value, d = jsonio.loads(data, path)
+    return value, d, len(data)
+
+
+def read(root: Path, options: ReadOptions | None = None) -> Session:
+    """Read the conversation directory ``root`` (never raises on bad data)."""
+    options = options or ReadOptions()
+    return _read(Path(os.path.abspath(os.fspath(root))), options, 0, set())
+
+
+def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> Session:
+    s = Session(format=FORMAT_NAME, source_path=str(root), view="events")
+    try:
+        real = os.path.realpath(root)
+    except OSError:
+        real = str(root)
+    visiting = visiting | {real}
+    tz = _zone(options.tz, s)
+    cap = options.max_file_bytes
+    root_s = str(root)
+    if not root.is_dir():
+        s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
+        return s
+
+    # --- every top-level entry of the conversation directory
+    try:
+        entries = sorted(os.scandir(root_s), key=lambda e: e.name)
+    except OSError as e:
+        s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
+        return s
+    state_raw: Any = jsonio.MISSING
+    meta_raw: Any = jsonio.MISSING
+    child_dirs: list[Path] = []
+    have_events_dir = False
+    for e in entries:
+        name, path = e.name, e.path
+        try:
+            is_dir = e.is_dir()
+        except OSError:
+            is_dir = False
+        if name == layout.STATE_FILE and not is_dir:
+            state_raw, d, size = _load_json(path, cap)
+            sf = SourceFile(path, "state", "read", size)
+            if state_raw is jsonio.MISSING or not isinstance(state_raw, dict):
+                sf.status, sf.note = "skipped", MALFORMED
+                if d is not None:
+                    s.diagnostics.append(d)
+                s.diag(
+                    "sdk.state-malformed",
+                    "base_state.json is not a readable JSON object; state facts (model, status, leaf) are unknown",
+                    ERROR,
+                    file=path,
+                )
+                state_raw = jsonio.MISSING
+            elif d is not None:
+                s.diagnostics.append(d)
+            s.files.append(sf)
+        elif name == layout.META_FILE and not is_dir:
+            meta_raw, d, size = _load_json(path, cap)
+            sf = SourceFile(path, "metadata", "read", size)
+            if meta_raw is jsonio.MISSING or not isinstance(meta_raw, dict):
+                sf.status, sf.note = "skipped", MALFORMED
+                if d is not None:
+                    s.diagnostics.append(d)
+                s.diag("sdk.meta-malformed", "meta.json is not a readable JSON object", ERROR, file=path)
+                meta_raw = jsonio.MISSING
+            s.files.append(sf)
+        elif name in ("TASKS.json", "owner_lease.json") and not is_dir:
+            value, d, size = _load_json(path, cap)
+            role = "tasks" if name == "TASKS.json" else "lease"
+            sf = SourceFile(path, role, "read", size)
+            if value is jsonio.MISSING:
+                sf.status, sf.note = "skipped", MALFORMED
+                if d is not None:
+                    s.diagnostics.append(d)
+            else:
+                s.metadata[role] = value
+            s.files.append(sf)
+        elif name == layout.EVENTS_DIR and is_dir:
+            have_events_dir = True
+        elif name == layout.SUBAGENTS_DIR and is_dir:
+            try:
+                subs = sorted(os.scandir(path), key=lambda x: x.name)
+            except OSError as err:
+                s.diag("sdk.dir-unreadable", f"cannot list subagents/: {err.strerror or err}", WARNING, file=path)
+                subs = []
+            for sub in subs:
+                try:
+                    if sub.is_dir():
+                        child_dirs.append(Path(sub.path))
+                    else:
+                        s.files.append(SourceFile(sub.path, "other", "unused", _size(sub)))
+                except OSError:
+                    continue
+        elif name == layout.OBSERVATIONS_DIR and is_dir:
+            for dirpath, _dirs, fnames in os.walk(path):
+                for fn in sorted(fnames):
+                    fp = os.path.join(dirpath, fn)
+                    s.files.append(SourceFile(fp, "observation-output", "unused", _stat_size(fp), note="full tool output the SDK saved"))
+        elif name.startswith(".") and not is_dir:
+            s.files.append(SourceFile(path, "sidecar", "ignored", _size(e), note=layout.SIDECAR))
+        else:
+            s.files.append(SourceFile(path, "other", "unused", _size(e) if not is_dir else None, note="not part of the SDK layout"))
+            s.diag("sdk.unexpected-entry", f"{'directory' if is_dir else 'file'} not part of the SDK layout; left alone", INFO, file=path)
+
+    state = StateView(state_raw if isinstance(state_raw, dict) else {})
+    if state_raw is jsonio.MISSING and not any(f.role == "state" for f in s.files):
+        s.diag("sdk.state-missing", "no base_state.json; state facts (model, status, leaf) are unknown", WARNING, file=os.path.join(root_s, layout.STATE_FILE))
+
+    # --- events
+    events_dir = os.path.join(root_s, layout.EVENTS_DIR)
+    scan = layout.scan_events(events_dir) if have_events_dir else layout.EventScan()
+    if not have_events_dir:
+        s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
+    s.diagnostics.extend(scan.diagnostics)
+    views: list[EventView] = []
+    events: list[Event] = []
+    loads = orjson.loads
+    for ef in scan.ordered:
+        data, d = jsonio.read_bytes(ef.path, cap)
+        if data is None:
+            s.files.append(SourceFile(ef.path, "event", "skipped", None, note=MALFORMED))
+            if d is not None:
+                d.code = "sdk.event-too-large" if d.code == "file.too-large" else "sdk.event-unreadable"
+                s.diagnostics.append(d)
+            continue
+        try:
+            raw = loads(data)
+            d = None
+        except orjson.JSONDecodeError:
+            raw, d = jsonio.loads(data, ef.path)
+        if raw is jsonio.MISSING or not isinstance(raw, dict):
+            s.files.append(SourceFile(ef.path, "event", "skipped", len(data), note=MALFORMED))
+            if raw is jsonio.MISSING:
+                msg = d.message if d is not None else "not JSON"
+                code = "sdk.event-empty" if d is not None and d.code == "file.empty" else "sdk.event-malformed"
+                s.diag(code, f"event {ef.index} not read: {msg}", ERROR, file=ef.path, offset=d.offset if d else None)
+            else:
+                s.diag("sdk.event-not-object", f"event {ef.index} is JSON but not an object ({type(raw).__name__}); not read", ERROR, file=ef.path)
+            continue
+        if d is not None:
+            s.diagnostics.append(d)
+        v = view(raw)
+        ev = normalize_event(v, ef.path, tz)
+        ev.extra["index"] = ef.index
+        if ev.id is None:
+            ev.id = ef.name_id
+            s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=ef.path)
+        elif ev.id != ef.name_id:
+            s.diag("sdk.event-id-mismatch", f"file name says id {ef.name_id}, the event says {ev.id}; the event's id is used", WARNING, file=ef.path, event_id=ev.id)
+        if not v.known:
+            s.diag("sdk.unknown-kind", f"unknown event kind {v.kind!r}; kept as an event of kind other", INFO, file=ef.path, event_id=ev.id)
+        else:
+            bad = v.misfits()
+            if bad:
+                ev.extra["misfit_members"] = bad
+                s.diag("sdk.event-misfit", f"{v.kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=ef.path, event_id=ev.id)
+        s.files.append(SourceFile(ef.path, "event", "read", len(data), [ev.id], note=EVENT))
+        views.append(v)
+        events.append(ev)
+    for ef in scan.others:
+        if ef.status == layout.SIDECAR:
+            s.files.append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
+        else:
+            s.files.append(SourceFile(ef.path, "event", "skipped", _stat_size(ef.path), note=ef.status))
+    s.events = events
+
+    # duplicate ids: the SDK keeps the first index
+    seen_ids: dict[Any, int] = {}
+    for i, ev in enumerate(events):
+        if ev.id in seen_ids:
+            s.diag("sdk.event-duplicate-id", f"event id also used at index {events[seen_ids[ev.id]].extra.get('index')}; the first is the one the SDK finds", WARNING, file=ev.ref.path if ev.ref else None, event_id=ev.id)
+        else:
+            seen_ids[ev.id] = i
+
+    _link_answers(s, views)
+
+    # --- tree
+    state_file = os.path.join(root_s, layout.STATE_FILE)
+    b = tree.branch(
+        [e.id for e in events],
+        [v.kind for v in views],
+        [(v.parent_present, v.raw.get("parent_id")) for v in views],
+        state.get("leaf_event_id"),
+        state.get("head_is_empty"),
+        file=state_file,
+    )
+    s.diagnostics.extend(b.diagnostics)
+    for ev, place, parent in zip(events, b.place, b.parents):
+        ev.extra["branch"] = place
+        ev.extra["on_active_branch"] = place != tree.ABANDONED
+        if ev.parent_id is None and parent is not None:
+            ev.extra["effective_parent_id"] = parent
+
+    # --- metadata
+    nums = _Numbers()
+    stats, by_response = read_stats(state, nums)
+    if nums.floats:
+        s.diag("sdk.number-as-float", f"{nums.floats} count(s) written as floats (e.g. 12.0) in stats; read as integers", INFO, file=state_file)
+    if nums.bad:
+        s.diag("sdk.bad-number", f"{nums.bad} count(s) in stats negative, fractional, absurd or not numbers; read as 0", WARNING, file=state_file)
+    md = s.metadata
+    md.update(state_facts(state))
+    md["stats"] = stats
+    md["accumulated_cost"] = round(sum(v["accumulated_cost"] for v in stats.values()), 10) if stats else None
+    md["timestamps"] = f"localized to {options.tz}" if tz is not None else "naive local time (as the SDK writes them)"
+    md["active_branch"] = b.active
+    md["leaf_source"] = b.leaf_source
+    md["abandoned_event_ids"] = [e.id for e, p in zip(events, b.place) if p == tree.ABANDONED]
+    md["event_count"] = len(events)
+    counts: dict[str, int] = {}
+    for f in s.files:
+        if f.role == "event":
+            counts[f.note or "?"] = counts.get(f.note or "?", 0) + 1
+    md["event_files"] = counts
+    md["context_rebuildable"] = md.get("agent_kind") != "ACPAgent"
+    if isinstance(state_raw, dict):
+        md["state"] = state_raw
+    if isinstance(meta_raw, dict):
+        mf = meta_facts(meta_raw)
+        md["meta"] = meta_raw
+        md["title"] = mf["title"]
+        md["updated_at"] = mf["updated_at"]
+        md["created_at"] = mf["created_at"]
+        md["meta_shape"] = mf["shape"]
+        if md.get("model") is None and mf["model"]:
+            md["model"] = mf["model"]
+        if md.get("accumulated_cost") is None and isinstance(mf["accumulated_cost"], (int, float)):
+            md["accumulated_cost"] = mf["accumulated_cost"]
+    if not md.get("updated_at") and events:
+        md["updated_at"] = events[-1].timestamp
+
+    s.id = md.get("conversation_id") or (isinstance(meta_raw, dict) and (meta_raw.get("conversation_id") or meta_raw.get("id"))) or root.name
+
+    # --- usage per response (first event of a response carries it)
+    given: set[str] = set()
+    for ev in events:
+        rid = ev.response_id
+        if rid and rid in by_response:
+            if rid not in given:
+                ev.usage = dict(by_response[rid])
+                given.add(rid)
+            else:
+                ev.extra["usage_on"] = "first event of the response"
+    md["usage_by_response"] = by_response
+
+    # --- task
+    for v, ev in zip(views, events):
+        if ev.type == "MessageEvent" and ev.source == "user" and ev.extra.get("on_active_branch") and ev.text:
+            s.task = ev.text
+            s.task_source = f"{layout.EVENTS_DIR}/{os.path.basename(ev.ref.path)}" if ev.ref else "events"
+            break
+    if s.task is None and isinstance(meta_raw, dict):
+        im = meta_raw.get("initial_message")
+        if isinstance(im, dict):
+            t = content_text(im.get("content"))
+            if t:
+                s.task, s.task_source = t, "meta.json initial_message"
+
+    # --- children
+    for cd in child_dirs:
+        if depth + 1 > MAX_CHILD_DEPTH:
+            s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=str(cd))
+            break
+        try:
+            creal = os.path.realpath(cd)
+        except OSError:
+            creal = str(cd)
+        if creal in visiting:
+            s.diag("sdk.symlink-loop", "sub-agent directory leads back to a conversation being read (symlink loop); not read", WARNING, file=str(cd))
+            continue
+        if not layout.is_conversation_dir(cd):
+            s.files.append(SourceFile(str(cd), "other", "unused", None, note="subagents/ entry that is not a conversation"))
+            s.diag("sdk.child-not-conversation", "subagents/ entry holds no conversation", INFO, file=str(cd))
+            continue
+        child = _read(cd, options, depth + 1, visiting)
+        child.metadata["parent_id"] = s.id
+        s.children.append(child)
+
+    if options.steps:
+        from .stepping import build_steps
+
+        build_steps(s, views)
+    return s
+
+
+def _size(entry: os.DirEntry) -> int | None:
+    try:
+        return entry.stat().st_size
+    except OSError:
+        return None
+
+
+def _stat_size(path: str) -> int | None:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return None
+
+
+def _link_answers(s: Session, views: list[EventView]) -> None:
+    """Fill ``cause`` (the answered action's id) on observation-like events
+    that lack ``action_id``, by tool call id; mark agent errors that answer
+    no action as errors."""
+    actions_by_call: dict[str, str] = {}
+    for v, ev in zip(views, s.events):
+        if isinstance(v, ActionView):
+            if v.tool_call_id:
+                actions_by_call[v.tool_call_id] = ev.id
+            continue
+        if isinstance(v, (ObservationView, UserRejectView, AgentErrorView)):
+            if ev.cause is None and ev.call_id in actions_by_call:
+                ev.cause = actions_by_call[ev.call_id]
+            if isinstance(v, AgentErrorView) and ev.cause is None:
+                ev.kind = ERROR_EVENT

@@ -1,0 +1,236 @@
+"""Steps of an SDK conversation at CodeTraceBench granularity, and which
+step spawned each sub-agent.
+
+One step per action event on the active branch that an answer (an
+observation, a user reject or an agent error) answers, first answer wins,
+matched by the answer's ``action_id`` and else by tool call id. Rendering
+follows the V0 rule (:mod:`trajkit.steps`): the terminal tool renders as its
+command, think as its thought, anything else as ``<tool>(<arguments JSON>)``
+over the arguments the model wrote.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ...model import INFO, Session, Step
+from ...steps import render_action, thinking_of
+from .views import ACPToolCallView, ActionView, AgentErrorView, EventView, ObservationView, UserRejectView
+
+#: Tools whose rendering is one argument, as in V0.
+SINGLE_ARGUMENT_TOOLS = {"terminal": "command", "think": "thought"}
+#: Action kinds standing in for a missing tool name.
+_TOOL_OF_ACTION_KIND = {
+    "TerminalAction": "terminal",
+    "FileEditorAction": "file_editor",
+    "TaskTrackerAction": "task_tracker",
+    "FinishAction": "finish",
+    "ThinkAction": "think",
+    "TaskAction": "task",
+    "DelegateAction": "delegate",
+}
+_SPAWNING_TOOLS = ("task", "delegate")
+
+
+def _ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        dt = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return dt.replace(tzinfo=None)
+
+
+def build_steps(s: Session, views: list[EventView]) -> None:
+    """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them)."""
+    events = s.events
+    action_at: dict[Any, int] = {}
+    call_open: dict[str, list[int]] = {}
+    answer_of: dict[int, int] = {}
+    acp_groups: dict[str, list[int]] = {}
+    order: list[int] = []
+    for i, (v, ev) in enumerate(zip(views, events)):
+        if ev.extra.get("branch") == "abandoned":
+            continue
+        if isinstance(v, ActionView):
+            order.append(i)
+            action_at.setdefault(ev.id, i)
+            if ev.call_id:
+                call_open.setdefault(ev.call_id, []).append(i)
+        elif isinstance(v, ACPToolCallView):
+            key = ev.call_id or ev.id
+            if key not in acp_groups:
+                acp_groups[key] = []
+                order.append(i)
+            acp_groups[key].append(i)
+        elif isinstance(v, (ObservationView, UserRejectView, AgentErrorView)):
+            target = action_at.get(ev.cause) if ev.cause is not None else None
+            if target is None and ev.call_id and call_open.get(ev.call_id):
+                target = next((j for j in reversed(call_open[ev.call_id]) if j not in answer_of), None)
+            if target is None:
+                continue
+            if target in answer_of:
+                s.diag("sdk.extra-answer", f"action already answered by {events[answer_of[target]].id}; this answer is not a step's", INFO, file=ev.ref.path if ev.ref else None, event_id=ev.id)
+                continue
+            answer_of[target] = i
+    batch_size: dict[str, int] = {}
+    for i in order:
+        rid = events[i].response_id
+        if rid and isinstance(views[i], ActionView):
+            batch_size[rid] = batch_size.get(rid, 0) + 1
+    steps: list[Step] = []
+    unanswered: list[Any] = []
+    first_step_of_response: dict[str, int] = {}
+    for i in order:
+        v, ev = views[i], events[i]
+        if isinstance(v, ACPToolCallView):
+            group = acp_groups[ev.call_id or ev.id]
+            last = events[group[-1]]
+            call = ev.tool_calls[0]
+            step = Step(
+                step_id=len(steps) + 1,
+                action=render_action(call.name, call.arguments if call.arguments is not None else {}, single={}),
+                tool_type=call.name,
+                observation=last.extra.get("acp_output") or "",
+                action_ref=ev.ref,
+                observation_ref=last.ref,
+                action_event_id=ev.id,
+                observation_event_id=last.id,
+            )
+            step.extra["acp"] = True
+            steps.append(step)
+            continue
+        j = answer_of.get(i)
+        if j is None:
+            unanswered.append(ev.id)
+            continue
+        ans = events[j]
+        call = ev.tool_calls[0] if ev.tool_calls else None
+        name = (call.name if call and call.name != "?" else None) or _TOOL_OF_ACTION_KIND.get(v.action_kind or "", v.action_kind or "?")
+        args = call.arguments if call is not None else None
+        action = render_action(name, args if args is not None else {}, single=SINGLE_ARGUMENT_TOOLS)
+        thought = ev.text or ""
+        thinking = thinking_of(name, {"thought": thought})
+        if thinking is None and name != "think" and ev.reasoning:
+            thinking = ev.reasoning
+        step = Step(
+            step_id=len(steps) + 1,
+            action=action,
+            tool_type=name,
+            observation=ans.text or "",
+            thinking=thinking,
+            action_ref=ev.ref,
+            observation_ref=ans.ref,
+            action_event_id=ev.id,
+            observation_event_id=ans.id,
+        )
+        rid = ev.response_id
+        if rid and batch_size.get(rid, 0) > 1:
+            step.parallel_group = rid
+        if rid:
+            if rid in first_step_of_response:
+                step.extra["usage_shared_with_step"] = first_step_of_response[rid]
+            else:
+                first_step_of_response[rid] = step.step_id
+                u = s.metadata.get("usage_by_response", {}).get(rid)
+                if u is not None:
+                    step.usage = dict(u)
+                    if isinstance(u.get("cost"), (int, float)):
+                        step.cost = u["cost"]
+        if ans.type == "UserRejectObservation":
+            step.extra["answer"] = "user_reject"
+        elif ans.type == "AgentErrorEvent":
+            step.extra["answer"] = "agent_error"
+        if ev.extra.get("security_risk") is not None:
+            step.extra["security_risk"] = ev.extra["security_risk"]
+        steps.append(step)
+    s.steps = steps
+    s.metadata["actions_without_observation"] = unanswered
+    if s.children:
+        match_children(s)
+
+
+def _child_prompt(child: Session) -> str | None:
+    for ev in child.events:
+        if ev.type == "MessageEvent" and ev.role == "user":
+            return ev.text
+    return None
+
+
+def _step_prompts(step: Step, s: Session) -> list[str]:
+    ev = s.event_by_id(step.action_event_id)
+    if ev is None or not ev.tool_calls:
+        return []
+    args = ev.tool_calls[0].arguments
+    out = []
+    if isinstance(args, dict):
+        if isinstance(args.get("prompt"), str):
+            out.append(args["prompt"])
+        for t in args.get("tasks") or [] if isinstance(args.get("tasks"), list) else []:
+            if isinstance(t, str):
+                out.append(t)
+            elif isinstance(t, dict):
+                for k in ("prompt", "task", "description"):
+                    if isinstance(t.get(k), str):
+                        out.append(t[k])
+    return out
+
+
+def match_children(s: Session) -> None:
+    """Attach each child session to the step whose action spawned it, saying how.
+
+    In order: ``usage-metrics`` (the parent's ``task:<task_id>`` metrics list
+    the child's response ids, and the step's TaskObservation has that
+    task_id), ``prompt`` (the child's first user message is the action's
+    prompt; nearest in time wins), ``timestamp`` (the child started between
+    the action and its answer).
+    """
+    by_response = s.metadata.get("usage_by_response", {})
+    task_steps: dict[str, Step] = {}
+    spawn_steps: list[Step] = []
+    for st in s.steps:
+        if st.tool_type in _SPAWNING_TOOLS:
+            spawn_steps.append(st)
+        obs = s.event_by_id(st.observation_event_id)
+        if obs is not None and isinstance(obs.raw, dict):
+            o = obs.raw.get("observation")
+            if isinstance(o, dict) and isinstance(o.get("task_id"), str):
+                task_steps[o["task_id"]] = st
+                if st not in spawn_steps:
+                    spawn_steps.append(st)
+    for child in s.children:
+        rids = {e.response_id for e in child.events if e.response_id}
+        match: tuple[Step, str, str] | None = None
+        for rid in rids:
+            uid = (by_response.get(rid) or {}).get("usage_id")
+            if isinstance(uid, str) and uid.startswith("task:") and uid[5:] in task_steps:
+                match = (task_steps[uid[5:]], "usage-metrics", f"parent stats {uid!r} lists response {rid}")
+                break
+        start = _ts(child.events[0].timestamp) if child.events else None
+        if match is None:
+            prompt = _child_prompt(child)
+            cands = [st for st in spawn_steps if prompt is not None and prompt in _step_prompts(st, s)]
+            if cands:
+                if start is not None and len(cands) > 1:
+                    cands.sort(key=lambda st: abs(((_ts(_event_ts(s, st.action_event_id)) or start) - start).total_seconds()))
+                match = (cands[0], "prompt", "the child's first user message is the action's prompt")
+        if match is None and start is not None:
+            for st in spawn_steps:
+                a, o = _ts(_event_ts(s, st.action_event_id)), _ts(_event_ts(s, st.observation_event_id))
+                if a is not None and o is not None and a <= start <= o:
+                    match = (st, "timestamp", "the child started between the action and its answer")
+                    break
+        if match is None:
+            s.diag("sdk.child-unmatched", f"sub-agent {child.id} could not be tied to an action; kept as a child of the conversation", INFO, file=child.source_path)
+            continue
+        st, method, detail = match
+        st.children.append(child)
+        st.extra.setdefault("child_match", []).append({"child_id": child.id, "method": method, "detail": detail})
+        child.metadata["spawned_by"] = {"step_id": st.step_id, "action_event_id": st.action_event_id, "method": method}
+
+
+def _event_ts(s: Session, event_id: Any) -> str | None:
+    ev = s.event_by_id(event_id)
+    return ev.timestamp if ev is not None else None

@@ -1,0 +1,139 @@
+"""The SDK's event tree (1.31+): effective parents, the active branch, and
+which events hang off it (``openhands-v1.md`` §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...model import INFO, WARNING, Diagnostic
+
+ROOT_MARK = "__root__"
+#: Stamped with a parent but never advance HEAD (never the leaf).
+HEADLESS_KINDS = frozenset({"ConversationStateUpdateEvent"})
+#: Skipped by the legacy leaf rule (no ``leaf_event_id``), SDK >= 1.35.
+LEGACY_LEAF_SKIP = frozenset({"ConversationStateUpdateEvent", "ConversationErrorEvent"})
+
+ACTIVE = "active"
+SIDE = "side"
+ABANDONED = "abandoned"
+
+
+@dataclass(slots=True)
+class Branching:
+    """Effective parent per event, the active branch (root to leaf), how the
+    leaf was chosen, and each event's place: ``active`` (on the branch),
+    ``side`` (an artifact hanging off it, e.g. a state update) or ``abandoned``."""
+
+    parents: list[str | None]
+    active: list[str] = field(default_factory=list)
+    leaf: str | None = None
+    leaf_source: str = "none"
+    place: list[str] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def effective_parents(ids: list[str | None], parent_fields: list[tuple[bool, object]]) -> list[str | None]:
+    """Each event's parent as the SDK resolves it: ``__root__`` starts a new
+    root, an explicit id is the parent, and a missing one means the previous
+    event (legacy linear logs) or none for the first event."""
+    out: list[str | None] = []
+    for i, (present, pid) in enumerate(parent_fields):
+        if present and isinstance(pid, str):
+            out.append(None if pid == ROOT_MARK else pid)
+        elif i == 0:
+            out.append(None)
+        else:
+            out.append(ids[i - 1])
+    return out
+
+
+def branch(
+    ids: list[str | None],
+    kinds: list[str | None],
+    parent_fields: list[tuple[bool, object]],
+    leaf_event_id: object = None,
+    head_is_empty: object = None,
+    file: str | None = None,
+) -> Branching:
+    """Work out the active branch from the state's leaf (or the legacy rule)."""
+    parents = effective_parents(ids, parent_fields)
+    b = Branching(parents=parents)
+    index: dict[str, int] = {}
+    for i, eid in enumerate(ids):
+        if eid is not None and eid not in index:
+            index[eid] = i
+    leaf_i: int | None = None
+    if isinstance(leaf_event_id, str) and leaf_event_id:
+        if leaf_event_id in index:
+            leaf_i = index[leaf_event_id]
+            b.leaf_source = "leaf_event_id"
+        else:
+            b.diagnostics.append(
+                Diagnostic(
+                    "sdk.leaf-missing",
+                    f"base_state leaf_event_id {leaf_event_id} is not among the events read; using the last real event",
+                    WARNING,
+                    file=file,
+                    event_id=leaf_event_id,
+                )
+            )
+    elif head_is_empty is True:
+        b.leaf_source = "head_is_empty"
+    if leaf_i is None and b.leaf_source != "head_is_empty":
+        for i in range(len(ids) - 1, -1, -1):
+            if kinds[i] not in LEGACY_LEAF_SKIP and ids[i] is not None:
+                leaf_i = i
+                b.leaf_source = "last-event"
+                break
+    path: list[int] = []
+    seen: set[int] = set()
+    cur = leaf_i
+    while cur is not None:
+        if cur in seen:
+            b.diagnostics.append(Diagnostic("sdk.tree-cycle", "parent links form a cycle; the branch is cut there", WARNING, file=file, event_id=ids[cur]))
+            break
+        seen.add(cur)
+        path.append(cur)
+        pid = parents[cur]
+        if pid is None:
+            break
+        nxt = index.get(pid)
+        if nxt is None:
+            b.diagnostics.append(
+                Diagnostic(
+                    "sdk.parent-missing",
+                    f"parent {pid} is not among the events read; the branch starts here",
+                    WARNING,
+                    file=file,
+                    event_id=ids[cur],
+                )
+            )
+            break
+        cur = nxt
+    path.reverse()
+    b.leaf = ids[leaf_i] if leaf_i is not None else None
+    b.active = [ids[i] for i in path]  # type: ignore[misc]
+    place = [ABANDONED] * len(ids)
+    for i in path:
+        place[i] = ACTIVE
+    # Side events: artifacts whose parent is on the branch (or beside it).
+    for i in range(len(ids)):
+        if place[i] != ABANDONED:
+            continue
+        if kinds[i] in LEGACY_LEAF_SKIP or kinds[i] in HEADLESS_KINDS:
+            pid = parents[i]
+            j = index.get(pid) if pid is not None else None
+            if pid is None or (j is not None and place[j] in (ACTIVE, SIDE)):
+                place[i] = SIDE
+    b.place = place
+    abandoned = sum(1 for p in place if p == ABANDONED)
+    if abandoned:
+        b.diagnostics.append(
+            Diagnostic(
+                "sdk.abandoned-branch",
+                f"{abandoned} event(s) are not on the active branch (navigate/fork left them behind); kept and marked",
+                INFO,
+                file=file,
+            )
+        )
+    return b
