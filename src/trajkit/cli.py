@@ -24,6 +24,10 @@ from .model import DetectionError, ReadOptions, Session, TrajkitError
 #: verb -> "module:attribute" of a click command, imported on first use.
 LAZY_COMMANDS: dict[str, str] = {
     "verify": "trajkit.commands.export:verify_cmd",
+    "turns": "trajkit.commands.rl:turns_cmd",
+    "proxy": "trajkit.commands.rl:proxy_cmd",
+    "ls": "trajkit.commands.sdk:ls_cmd",
+    "context": "trajkit.commands.sdk:context_cmd",
 }
 
 EXIT_OK = 0

@@ -686,3 +686,60 @@ def _link_answers(s: Session, views: list[EventView]) -> None:
                 ev.cause = actions_by_call[ev.call_id]
             if isinstance(v, AgentErrorView) and ev.cause is None:
                 ev.kind = ERROR_EVENT
+
+
+def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
+    """A conversation's listing line without reading every event: id, title,
+    execution status, event count (as the SDK would read them), model,
+    accumulated cost, last update, sub-agent count and what was odd."""
+    root_s = os.path.abspath(os.fspath(root))
+    diags: list[Diagnostic] = []
+    state_raw, d, _ = _load_json(os.path.join(root_s, layout.STATE_FILE), max_file_bytes)
+    if not isinstance(state_raw, dict):
+        if os.path.exists(os.path.join(root_s, layout.STATE_FILE)):
+            diags.append(Diagnostic("sdk.state-malformed", "base_state.json is not a readable JSON object", ERROR, file=os.path.join(root_s, layout.STATE_FILE)))
+        else:
+            diags.append(Diagnostic("sdk.state-missing", "no base_state.json", WARNING, file=os.path.join(root_s, layout.STATE_FILE)))
+        state_raw = {}
+    meta_path = os.path.join(root_s, layout.META_FILE)
+    meta_raw: Any = {}
+    if os.path.isfile(meta_path):
+        meta_raw, d, _ = _load_json(meta_path, max_file_bytes)
+        if not isinstance(meta_raw, dict):
+            diags.append(Diagnostic("sdk.meta-malformed", "meta.json is not a readable JSON object", ERROR, file=meta_path))
+            meta_raw = {}
+    state = StateView(state_raw)
+    facts = state_facts(state)
+    stats, _ = read_stats(state, _Numbers())
+    scan = layout.scan_events(os.path.join(root_s, layout.EVENTS_DIR))
+    diags.extend(scan.diagnostics)
+    updated = meta_raw.get("updated_at") if isinstance(meta_raw.get("updated_at"), str) else None
+    if updated is None and scan.ordered:
+        value, _d, _ = _load_json(scan.ordered[-1].path, max_file_bytes)
+        if isinstance(value, dict) and isinstance(value.get("timestamp"), str):
+            updated = value["timestamp"]
+    cost = round(sum(v["accumulated_cost"] for v in stats.values()), 10) if stats else None
+    if cost is None and isinstance(meta_raw.get("metrics"), dict):
+        c = meta_raw["metrics"].get("accumulated_cost")
+        cost = c if isinstance(c, (int, float)) else None
+    subs = os.path.join(root_s, layout.SUBAGENTS_DIR)
+    try:
+        n_sub = sum(1 for e in os.scandir(subs) if e.is_dir()) if os.path.isdir(subs) else 0
+    except OSError:
+        n_sub = 0
+    model = facts.get("model")
+    if model is None and isinstance(meta_raw.get("agent"), dict):
+        model = ((meta_raw["agent"].get("llm") or {}) if isinstance(meta_raw["agent"].get("llm"), dict) else {}).get("model")
+    return {
+        "id": facts.get("conversation_id") or meta_raw.get("conversation_id") or os.path.basename(root_s),
+        "path": root_s,
+        "title": meta_raw.get("title") if isinstance(meta_raw.get("title"), str) else None,
+        "execution_status": facts.get("execution_status"),
+        "events": len(scan.ordered),
+        "model": model,
+        "cost": cost,
+        "updated": updated,
+        "agent_kind": facts.get("agent_kind"),
+        "subagents": n_sub,
+        "diagnostics": [x.to_dict() for x in diags],
+    }
