@@ -1,0 +1,615 @@
+"""A normalized :class:`~trajkit.model.Session` as ASF 0.11 sessions.
+
+Every reader reaches ASF (and, through it, ATIF) by this one path: only the
+normalized :class:`~trajkit.model.Event` fields are read (kind, role, text,
+tool_calls, call_id, cause, response_id, reasoning, usage, extra), plus the
+steps' per-call usage. The native event rides along untouched in the
+``trajkit:native`` member of the first entry it produced (unless passthrough
+is off), so nothing a format does not declare is lost.
+
+Mapping, per normalized kind:
+
+- ``system``: the root ``config`` (model, instructions, tools); a later
+  system event is a ``config`` delta;
+- ``message``: an ``item`` holding an Open Responses ``message``
+  (``input_text`` for user/system, ``output_text`` for assistant);
+- ``action``: ``reasoning`` / assistant ``message`` / one ``function_call``
+  per tool call, all naming the model call's ``response``;
+- ``observation``: a ``function_call_output`` for the call it answers;
+- ``reasoning``: a ``reasoning`` item;
+- ``condensation``: a ``compaction`` (``first_kept`` after the forgotten
+  window, the kept events before it ``pinned``, a full settings checkpoint);
+- anything else (state, errors, unknown kinds): a ``trajkit:event`` extension
+  entry, which is preserved and never enters context.
+
+One ``response`` entry closes each model call (model, usage, response id,
+and ``request_hash`` when the reader says its requests can be rebuilt from
+the path). Sub-agent sessions become their own ASF sessions, ids derived as
+the RFC recommends (UUIDv5 under the nil namespace over
+``<parent session id>/<call_id>``), linked by ``link rel=subsession``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..model import (
+    ACTION,
+    CONDENSATION,
+    MESSAGE,
+    OBSERVATION,
+    REASONING,
+    SYSTEM,
+    Event,
+    Session,
+)
+from . import asf
+
+NS = "trajkit"
+NATIVE = "trajkit:native"
+_CALL_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
+NIL = uuid.UUID(int=0)
+
+
+@dataclass
+class Redactor:
+    """Rewrites secrets and home directories inside every string written."""
+
+    secrets: list[str] = field(default_factory=list)
+    home: bool = False
+    count: int = 0
+
+    _HOME = re.compile(r"(/home/[^/\s\"']+|/Users/[^/\s\"']+|/root)(?=[/\s\"']|$)")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.secrets) or self.home
+
+    def text(self, s: str) -> str:
+        for sec in self.secrets:
+            if sec and sec in s:
+                self.count += s.count(sec)
+                s = s.replace(sec, "[REDACTED]")
+        if self.home:
+            s, n = self._HOME.subn("~", s)
+            self.count += n
+        return s
+
+    def value(self, v: Any) -> Any:
+        if isinstance(v, str):
+            return self.text(v)
+        if isinstance(v, dict):
+            return {(self.text(k) if isinstance(k, str) else k): self.value(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        return v
+
+
+@dataclass
+class Placement:
+    """Where one native event went: the ASF entries it produced, or why none."""
+
+    session: str
+    event_id: Any
+    entries: list[str] = field(default_factory=list)
+    code: str = "export.entry"
+    note: str | None = None
+
+
+@dataclass
+class AsfExport:
+    """The ASF sessions built from one normalized session tree."""
+
+    files: list[asf.AsfFile] = field(default_factory=list)
+    placements: list[Placement] = field(default_factory=list)
+    sessions: dict[int, str] = field(default_factory=dict)  # id(Session) -> asf session id
+    redactions: int = 0
+    linked: list[Session] = field(default_factory=list)
+
+    @property
+    def root(self) -> asf.AsfFile:
+        return self.files[0]
+
+
+def session_uuid(session: Session) -> str:
+    """A stable UUIDv5 (nil namespace) for a root session's ASF id."""
+    key = f"trajkit/{session.format}/{session.id or session.source_path}"
+    return str(uuid.uuid5(NIL, key))
+
+
+def subsession_uuid(parent_id: str, call_id: str, n: int = 0) -> str:
+    """The RFC's recommended subsession id: UUIDv5(nil, ``<parent>/<call_id>``)."""
+    return str(uuid.uuid5(NIL, f"{parent_id}/{call_id}" + (f"/{n}" if n else "")))
+
+
+def _rebuildable(session: Session) -> bool:
+    """Whether the reader can rebuild each request from the path (it exposes
+    ``rebuild_context``), so ``request_hash`` is a checkable claim."""
+    from ..registry import formats
+
+    for f in formats():
+        if f.name == session.format:
+            mod = importlib.import_module(f.read.__module__)
+            if hasattr(mod, "rebuild_context"):
+                return True
+            pkg = mod.__name__.rpartition(".")[0]
+            if pkg and hasattr(importlib.import_module(pkg), "rebuild_context"):
+                return True
+    return bool(session.metadata.get("context_rebuildable"))
+
+
+def _usage_to_openresponses(u: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not isinstance(u, dict):
+        return None
+
+    def num(*keys: str) -> int | None:
+        for k in keys:
+            v = u.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return int(v)
+        return None
+
+    inp = num("input_tokens", "prompt_tokens")
+    out = num("output_tokens", "completion_tokens")
+    if inp is None and out is None:
+        return None
+    res: dict[str, Any] = {"input_tokens": inp or 0}
+    cached = num("cached_tokens", "cache_read_tokens", "cache_read_input_tokens")
+    details = u.get("input_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        cached = details["cached_tokens"]
+    res["input_tokens_details"] = {"cached_tokens": cached or 0}
+    res["output_tokens"] = out or 0
+    reasoning = num("reasoning_tokens")
+    od = u.get("output_tokens_details")
+    if isinstance(od, dict) and isinstance(od.get("reasoning_tokens"), int):
+        reasoning = od["reasoning_tokens"]
+    res["output_tokens_details"] = {"reasoning_tokens": reasoning or 0}
+    total = num("total_tokens")
+    res["total_tokens"] = total if total is not None else res["input_tokens"] + res["output_tokens"]
+    return res
+
+
+def _tool_shape(t: Any) -> Any:
+    """An Open Responses function tool from the chat-completions or Responses shape."""
+    if not isinstance(t, dict):
+        return t
+    if t.get("type") == "function" and isinstance(t.get("function"), dict):
+        f = t["function"]
+        out = {"type": "function", "name": f.get("name")}
+        for k in ("description", "parameters", "strict"):
+            if k in f:
+                out[k] = f[k]
+        return out
+    return t
+
+
+def _tools_of(e: Event) -> list[Any] | None:
+    tools = e.extra.get("tools")
+    raw = e.raw if isinstance(e.raw, dict) else {}
+    if tools is None:
+        tools = raw.get("tools")
+    if tools is None and isinstance(raw.get("args"), dict):
+        tools = raw["args"].get("tools")
+    if isinstance(tools, list):
+        return [_tool_shape(t) for t in tools]
+    return None
+
+
+def _args_text(args: Any) -> str:
+    if isinstance(args, str):
+        return args
+    try:
+        return json.dumps(args if args is not None else {}, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return json.dumps(str(args), ensure_ascii=False)
+
+
+def _ts_of(e: Event) -> str | None:
+    return asf.normalize_ts(e.timestamp) if e.timestamp is not None else None
+
+
+class _Builder:
+    """Appends entries to one ASF session, tracking the leaf."""
+
+    def __init__(self, header: dict[str, Any], redactor: Redactor, passthrough: bool):
+        self.file = asf.AsfFile(header=header, version=(0, asf.FORMAT_MINOR))
+        self.leaf: str | None = None
+        self.ts = header.get("created_at")
+        self.redactor = redactor
+        self.passthrough = passthrough
+        self.normalised = 0
+
+    def add(self, type_: str, body: dict[str, Any], ts: str | None = None, native: Any = None, event: Event | None = None) -> str:
+        if ts:
+            self.ts = ts
+        body = dict(body)
+        if event is not None:
+            ref: dict[str, Any] = {"event_id": event.id, "kind": event.kind, "type": event.type}
+            if self.passthrough and native is not None:
+                ref["raw"] = native
+            body[NATIVE] = ref
+        if self.redactor.active:
+            body = self.redactor.value(body)
+        body, rec = asf.normalise_ijson(body)
+        if rec:
+            self.normalised += len(rec)
+            body["normalised"] = rec
+        entry = asf.make_entry(type_, self.leaf, self.ts, body)
+        self.file.append(entry)
+        self.leaf = entry["id"]
+        return entry["id"]
+
+
+def session_to_asf(
+    session: Session,
+    passthrough: bool = True,
+    redactor: Redactor | None = None,
+    request_hashes: bool | None = None,
+) -> AsfExport:
+    """Convert ``session`` and its sub-agent sessions to ASF sessions."""
+    redactor = redactor or Redactor()
+    out = AsfExport()
+    if request_hashes is None:
+        request_hashes = _rebuildable(session)
+    _convert(session, session_uuid(session), None, None, out, passthrough, redactor, request_hashes)
+    out.redactions = redactor.count
+    return out
+
+
+def _harness(session: Session) -> dict[str, Any]:
+    md = session.metadata
+    name = md.get("harness_name") or md.get("agent_name") or session.format
+    version = md.get("harness_version") or md.get("version") or md.get("sdk_version") or "unknown"
+    return {"name": str(name), "version": str(version)}
+
+
+def _convert(
+    session: Session,
+    sid: str,
+    parent_sid: str | None,
+    spawned_by: str | None,
+    out: AsfExport,
+    passthrough: bool,
+    redactor: Redactor,
+    request_hashes: bool,
+) -> None:
+    out.sessions[id(session)] = sid
+    first_ts = next((t for t in (_ts_of(e) for e in session.events) if t), None)
+    header: dict[str, Any] = {
+        "type": "session",
+        "format": asf.FORMAT,
+        "id": sid,
+        "created_at": first_ts or "1970-01-01T00:00:00Z",
+        "payload": asf.PAYLOAD,
+        "harness": _harness(session),
+        "records": [],
+    }
+    cwd = session.metadata.get("cwd") or session.metadata.get("working_dir")
+    if isinstance(cwd, str):
+        header["cwd"] = cwd
+    if parent_sid:
+        header["parent_session"] = parent_sid
+    if spawned_by:
+        header["spawned_by"] = spawned_by
+    header["trajkit:source"] = {"format": session.format, "id": session.id, "view": session.view}
+    if redactor.active:
+        header = redactor.value(header)
+        header["redacted"] = True
+    b = _Builder(header, redactor, passthrough)
+    out.files.append(b.file)
+    place: dict[Any, Placement] = {}
+
+    def placed(e: Event) -> Placement:
+        key = id(e)
+        if key not in place:
+            p = Placement(session=sid, event_id=e.id)
+            place[key] = p
+            out.placements.append(p)
+        return place[key]
+
+    # Per-call usage: the steps' per-call values (readers turn cumulative
+    # counters into per-call ones there), else the event's own usage.
+    step_usage: dict[Any, tuple[dict | None, float | None]] = {}
+    for st in session.steps:
+        if st.action_event_id is not None and (st.usage is not None or st.cost is not None):
+            step_usage[st.action_event_id] = (st.usage, st.cost)
+    child_for_event: dict[Any, list[Session]] = {}
+    for st in session.steps:
+        for c in st.children:
+            child_for_event.setdefault(st.action_event_id, []).append(c)
+
+    events = session.events
+    system = next((e for e in events if e.kind == SYSTEM), None)
+    model = session.metadata.get("model")
+    # Settings as written so far (the compaction checkpoint repeats them).
+    settings: dict[str, Any] = {}
+
+    def config_body(e: Event | None) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if model:
+            body["model"] = model
+        if e is not None and e.text is not None:
+            body["instructions"] = e.text
+        tools = _tools_of(e) if e is not None else None
+        if tools:
+            body["tools_added"] = tools
+        return body
+
+    first = config_body(system)
+    settings.update({k: v for k, v in first.items() if k != "tools_added"})
+    if first.get("tools_added"):
+        settings["tools"] = first["tools_added"]
+    cfg_ts = (_ts_of(system) if system is not None else None) or header["created_at"]
+    cid = b.add("config", first, cfg_ts, native=system.raw if system is not None else None, event=system)
+    if system is not None:
+        placed(system).entries.append(cid)
+
+    call_map: dict[str, str] = {}  # native call id -> written call id
+    calls_of_event: dict[Any, list[str]] = {}  # native action event id -> written call ids
+    used_calls: set[str] = set()
+    entry_of_event: dict[Any, list[str]] = {}
+    links_pending: dict[str, list[Session]] = {}  # written call id -> child sessions
+    minted = 0
+
+    def mint(native: Any) -> str:
+        nonlocal minted
+        if isinstance(native, str) and _CALL_ID_RE.match(native) and native not in used_calls:
+            used_calls.add(native)
+            return native
+        while True:
+            minted += 1
+            c = f"call_trajkit_{minted}"
+            if c not in used_calls:
+                used_calls.add(c)
+                return c
+
+    # Response grouping: consecutive model-output events sharing a response id.
+    open_resp: dict[str, Any] | None = None
+
+    def close_response() -> None:
+        nonlocal open_resp
+        if open_resp is None:
+            return
+        r = open_resp
+        open_resp = None
+        body: dict[str, Any] = {}
+        if r["response_id"]:
+            body["response_id"] = r["response_id"]
+        if r["model"]:
+            body["model"] = r["model"]
+        body["status"] = "completed"
+        if r["usage"] is not None:
+            body["usage"] = r["usage"]
+        if r["native_usage"] is not None:
+            body["trajkit:usage"] = r["native_usage"]
+        if r["cost"] is not None:
+            body["trajkit:cost_usd"] = r["cost"]
+        for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
+            if r.get(k) is not None:
+                body["trajkit:" + k] = r[k]
+        if request_hashes and r["response_id"] and r["before"]:
+            # The request context ends just before this call's first output item.
+            ctx = asf.build_context(b.file, r["before"])
+            body["request_hash"] = asf.request_hash(ctx.request())
+        rid = b.add("response", body, r["ts"])
+        for ev in r["events"]:
+            placed(ev).entries.append(rid)
+
+    def open_response(e: Event) -> None:
+        nonlocal open_resp
+        rid = e.response_id
+        if open_resp is not None and (rid is None or rid != open_resp["response_id"]):
+            close_response()
+        if open_resp is None:
+            open_resp = {
+                "response_id": rid,
+                "model": e.extra.get("model") or (e.usage or {}).get("model") or model,
+                "usage": None,
+                "native_usage": None,
+                "cost": None,
+                "ts": _ts_of(e),
+                "events": [],
+                "before": b.leaf,
+            }
+        open_resp["events"].append(e)
+        open_resp["ts"] = _ts_of(e) or open_resp["ts"]
+        su = step_usage.get(e.id)
+        u = su[0] if su else e.usage
+        cost = su[1] if su else (e.usage or {}).get("cost") if isinstance(e.usage, dict) else None
+        if open_resp["usage"] is None and u is not None:
+            open_resp["usage"] = _usage_to_openresponses(u)
+            open_resp["native_usage"] = u
+        if open_resp["cost"] is None and isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            open_resp["cost"] = float(cost)
+        for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
+            if e.extra.get(k) is not None and open_resp.get(k) is None:
+                open_resp[k] = e.extra[k]
+
+    for e in events:
+        ts = _ts_of(e)
+        p = placed(e)
+        native = e.raw
+        if e is system:
+            continue
+        k = e.kind
+        is_output = (k in (ACTION, REASONING) and e.source != "user") or (k == MESSAGE and e.role == "assistant")
+        if not is_output:
+            close_response()
+        first_entry = True
+
+        def add(type_: str, body: dict[str, Any]) -> str:
+            nonlocal first_entry
+            eid = b.add(type_, body, ts, native=native if first_entry else None, event=e)
+            first_entry = False
+            p.entries.append(eid)
+            entry_of_event.setdefault(e.id, []).append(eid)
+            return eid
+
+        resp = {"response": e.response_id} if e.response_id else {}
+        if k == SYSTEM:
+            body = config_body(e)
+            body.pop("model", None)
+            add("config", body)
+            if "instructions" in body:
+                settings["instructions"] = body["instructions"]
+            if body.get("tools_added"):
+                settings["tools"] = body["tools_added"]
+        elif k == MESSAGE:
+            role = e.role if e.role in ("user", "assistant", "system", "developer") else "user"
+            text = e.text if e.text is not None else ""
+            if role == "assistant":
+                open_response(e)
+                if e.reasoning:
+                    add("item", {"item": {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": e.reasoning}]}, **resp})
+                add("item", {"item": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]}, **resp})
+            else:
+                add("item", {"item": {"type": "message", "role": role, "content": [{"type": "input_text", "text": text}]}})
+        elif k == ACTION:
+            if e.source == "user" and not e.tool_calls:
+                # An action a person ran: no model produced it, so it is no function_call.
+                add(f"{NS}:event", {"kind": e.kind, "native_type": e.type, "source": e.source, "text": e.text})
+                continue
+            open_response(e)
+            if e.reasoning:
+                add("item", {"item": {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": e.reasoning}]}, **resp})
+            if e.text:
+                add("item", {"item": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": e.text, "annotations": []}]}, **resp})
+            calls = e.tool_calls or []
+            if not calls:
+                args = e.raw.get("args") if isinstance(e.raw, dict) else None
+                if isinstance(args, dict):
+                    args = {a: v for a, v in args.items() if a != "thought"}
+                from ..model import ToolCall
+
+                calls = [ToolCall(name=e.type, arguments=args if args is not None else {}, call_id=None)]
+            written: list[str] = []
+            for c in calls:
+                wid = mint(c.call_id)
+                if c.call_id is not None:
+                    call_map[c.call_id] = wid
+                name = c.name if isinstance(c.name, str) and c.name else e.type
+                item = {"type": "function_call", "call_id": wid, "name": _NAME_RE.sub("_", name)[:64] or "tool", "arguments": _args_text(c.arguments), "status": "completed"}
+                body: dict[str, Any] = {"item": item, **resp}
+                if c.call_id != wid:
+                    body["trajkit:native_call_id"] = c.call_id
+                if item["name"] != name:
+                    body["trajkit:native_name"] = name
+                add("item", body)
+                written.append(wid)
+            calls_of_event[e.id] = written
+            for child in child_for_event.get(e.id, []):
+                links_pending.setdefault(written[0], []).append(child)
+        elif k == OBSERVATION:
+            wid = None
+            if e.call_id is not None and e.call_id in call_map:
+                wid = call_map[e.call_id]
+            elif e.cause is not None and calls_of_event.get(e.cause):
+                wid = calls_of_event[e.cause][0]
+            if wid is None and e.call_id is None and e.cause is not None and e.cause in entry_of_event and not calls_of_event.get(e.cause):
+                # The answer to an event that is no function_call (a state change,
+                # a person's own command): kept beside it, out of context.
+                body = {"kind": e.kind, "native_type": e.type, "cause": entry_of_event[e.cause][-1]}
+                if e.source is not None:
+                    body["source"] = e.source
+                if e.text is not None:
+                    body["text"] = e.text
+                add(f"{NS}:event", body)
+                continue
+            body = {"item": {"type": "function_call_output", "call_id": wid or mint(e.call_id), "output": e.text if e.text is not None else ""}}
+            if wid is None:
+                body["trajkit:orphan"] = True
+                if e.call_id is not None:
+                    body["trajkit:native_call_id"] = e.call_id
+            add("item", body)
+            if wid is not None and wid in links_pending:
+                for child in links_pending.pop(wid):
+                    _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, p)
+        elif k == REASONING:
+            open_response(e)
+            add("item", {"item": {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": e.reasoning or e.text or ""}]}, **resp})
+        elif k == CONDENSATION:
+            body = _compaction(e, b, entry_of_event, events, settings)
+            add("compaction", body)
+        else:
+            body = {"kind": e.kind, "native_type": e.type}
+            if e.source is not None:
+                body["source"] = e.source
+            if e.text is not None:
+                body["text"] = e.text
+            if e.call_id is not None:
+                body["call_id"] = call_map.get(e.call_id, e.call_id)
+            add(f"{NS}:event", body)
+    close_response()
+    for wid, children in links_pending.items():
+        for child in children:
+            _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, None)
+    linked = {id(c) for c in out.linked}
+    for n, child in enumerate(session.children):
+        if id(child) in linked:
+            continue
+        key = child.metadata.get("spawned_by_call_id") or child.metadata.get("call_id")
+        wid = call_map.get(key, key) if isinstance(key, str) else None
+        _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, None, n=n)
+    for e in events:
+        if not place.get(id(e)) or not place[id(e)].entries:
+            pl = placed(e)
+            pl.code = "export.no-entry"
+            pl.note = "the event produced no entry"
+
+
+def _link_child(parent: Session, child: Session, parent_sid: str, call_id: str | None, b: _Builder, out: AsfExport,
+                passthrough: bool, redactor: Redactor, request_hashes: bool, p: Placement | None, n: int = 0) -> None:
+    out.linked.append(child)
+    child_sid = subsession_uuid(parent_sid, call_id or f"child-{n}")
+    body: dict[str, Any] = {"rel": "subsession", "session": child_sid}
+    if call_id:
+        body["call_id"] = call_id
+    eid = b.add("link", body)
+    if p is not None:
+        p.entries.append(eid)
+    _convert(child, child_sid, parent_sid, call_id, out, passthrough, redactor, request_hashes)
+
+
+def _compaction(e: Event, b: _Builder, entry_of_event: dict[Any, list[str]], events: list[Event], settings: dict[str, Any]) -> dict[str, Any]:
+    raw = e.raw if isinstance(e.raw, dict) else {}
+    forgotten = e.extra.get("forgotten_event_ids")
+    if forgotten is None:
+        forgotten = raw.get("forgotten_event_ids")
+    if forgotten is None and isinstance(raw.get("args"), dict):
+        a = raw["args"]
+        forgotten = a.get("forgotten_event_ids")
+        if forgotten is None and isinstance(a.get("forgotten_events_start_id"), int) and isinstance(a.get("forgotten_events_end_id"), int):
+            forgotten = list(range(a["forgotten_events_start_id"], a["forgotten_events_end_id"] + 1))
+    forgotten_set = set(forgotten) if isinstance(forgotten, list) else set()
+    path_ids = [x.id for x in b.file.path_to(b.leaf)] if b.leaf else []
+    # The entries of forgotten events, and the last of them on the path.
+    forgotten_entries = {eid for ev_id in forgotten_set for eid in entry_of_event.get(ev_id, [])}
+    last_forgotten = max((path_ids.index(x) for x in forgotten_entries if x in path_ids), default=None)
+    if last_forgotten is None or last_forgotten + 1 >= len(path_ids):
+        first_kept = path_ids[0] if path_ids else None
+        pinned: list[Any] = []
+    else:
+        first_kept = path_ids[last_forgotten + 1]
+        pinned = []
+        for x in path_ids[: last_forgotten + 1]:
+            ent = b.file.by_id[x]
+            if x not in forgotten_entries and ent.type == "item":
+                pinned.append(ent.raw["item"])
+    body: dict[str, Any] = {
+        "first_kept": first_kept,
+        "summary": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": e.text or ""}]},
+    }
+    if pinned:
+        body["pinned"] = pinned
+    cfg = {k: v for k, v in settings.items() if v is not None}
+    body["config"] = cfg
+    if forgotten_set:
+        body["trajkit:forgotten_event_ids"] = sorted(forgotten_set, key=str)
+    return body
