@@ -209,10 +209,10 @@ def derive_turns(
     drifted = 0
     for call, eid, line in calls:
         reason = None
-        if call.purpose != AGENT:
-            reason = f"{call.purpose} call (not the agent's system prompt and tools)"
-        elif call.failed:
+        if call.failed:
             reason = f"upstream error (status {call.upstream_status})"
+        elif call.purpose != AGENT:
+            reason = f"{call.purpose} call (not the agent's system prompt and tools)"
         elif call.output_ids is None:
             reason = "no output token ids in the capture"
         if reason is not None:

@@ -1,0 +1,170 @@
+"""The RL verbs: ``turns`` (a rollout trace → training turns) and ``proxy``
+(the capture proxy that records rollout traces)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..cli import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, echo_json, fail, size_option
+
+
+@click.command("turns")
+@click.argument("rollout", type=click.Path(exists=True))
+@click.option("--tokenizer", "tokenizer_path", type=click.Path(exists=True), default=None,
+              help="Local tokenizer directory (tokenizer.json + tokenizer_config.json with a chat_template). "
+                   "Needed unless the trace captured prompt ids.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the turns here: .jsonl (a row a line), .json (a list) or .parquet.")
+@click.option("--summary", "summary_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the rollout summary (reward, turn and tool-call counts) as JSON here.")
+@click.option("--trl", "trl_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write what TRL's rollout_func returns (prompt_ids, completion_ids, logprobs, env_mask) as JSON here.")
+@click.option("--reward", type=float, default=None, help="The rollout's reward (overrides summary.json).")
+@click.option("--json", "as_json", is_flag=True, help="Print summary, dropped calls and diagnostics (and the turns, without --out) as JSON.")
+@click.option("--strict", is_flag=True, help="Exit 1 when a capture check warns (lost tokens, missing logprobs, drift).")
+@size_option
+def turns_cmd(rollout, tokenizer_path, out_path, summary_path, trl_path, reward, as_json, strict, max_file_bytes):
+    """Derive training turns from the rollout trace at ROLLOUT.
+
+    Keeps the agent's own calls (the system prompt of the first tool-enabled
+    call), takes output ids and logprobs exactly as captured, and renders each
+    prompt with the tokenizer's chat template and the request's tools unless
+    the trace captured prompt ids.
+    """
+    from ..cli import load_session
+    from ..jsonio import dumps
+    from ..model import TrajkitError
+
+    session = load_session(rollout, "rollout-trace", max_file_bytes)
+    if not any(e.type.startswith("model_call") for e in session.events):
+        for d in session.diagnostics:
+            click.echo(str(d), err=True)
+        fail(f"{rollout}: no captured model calls to derive turns from")
+    try:
+        from ..rl.turns import derive_turns, write_turns
+
+        result = derive_turns(session, tokenizer_path, reward=reward)
+    except TrajkitError as e:
+        fail(str(e))
+    except ImportError as e:
+        fail(f"turns need the rl extra (pip install 'trajkit[rl]'): {e}")
+    written = {}
+    try:
+        if out_path:
+            written["turns"] = str(write_turns(result, out_path))
+        if summary_path:
+            Path(summary_path).write_bytes(dumps(result.summary, indent=True) + b"\n")
+            written["summary"] = summary_path
+        if trl_path:
+            Path(trl_path).write_bytes(dumps(result.rollout_func()) + b"\n")
+            written["trl"] = trl_path
+    except (TrajkitError, OSError) as e:
+        fail(str(e))
+    diags = session.diagnostics + result.diagnostics
+    if as_json:
+        doc = {
+            "summary": result.summary,
+            "dropped": result.dropped,
+            "tokenizer": result.tokenizer,
+            "written": written,
+            "diagnostics": [d.to_dict() for d in diags],
+        }
+        if not out_path:
+            doc["turns"] = [t.to_dict() for t in result.turns]
+        echo_json(doc)
+    else:
+        _print_turns(result, written)
+        for d in diags:
+            if d.severity != "info":
+                click.echo(str(d), err=True)
+    if strict and any(d.severity != "info" for d in result.diagnostics):
+        sys.exit(EXIT_CHECK_FAILED)
+
+
+def _print_turns(result, written) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"turns of {result.rollout}")
+    for col in ("#", "turn", "prompt", "output", "logprobs", "trained", "prompt ids", "finish", "tool calls"):
+        table.add_column(col)
+    for t in result.turns:
+        table.add_row(
+            str(t.index),
+            str(t.extra.get("turn")),
+            str(len(t.prompt_ids)),
+            str(len(t.output_ids)),
+            str(sum(1 for x in t.per_token_logps if x is not None)),
+            "yes" if t.trained else "no",
+            t.prompt_source,
+            str(t.finish_reason),
+            ", ".join(c.name for c in t.tool_calls),
+        )
+    console.print(table)
+    s = result.summary
+    console.print(
+        f"calls {s['raw_turns']}  kept {s['kept_turns']}  trained {s['trained_turns']}  dropped {s['dropped_turns']}  "
+        f"reward {s['reward']}  tool calls {s['tool_calls_by_tool']}"
+    )
+    for d in result.dropped:
+        console.print(f"dropped turn {d['turn']}: {d['reason']}")
+    for k, v in written.items():
+        console.print(f"wrote {k}: {v}")
+
+
+@click.command("proxy")
+@click.option("--upstream", required=True, help="Base URL of the OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Rollout directory; records are appended to OUT/trace.jsonl.")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=int, default=0, show_default=True, help="Port to listen on (0: any free port; see OUT/proxy.json).")
+@click.option("--top-logprobs", type=int, default=5, show_default=True, help="Alternatives per token to ask the upstream for.")
+@click.option("--vllm/--no-vllm", default=True, show_default=True,
+              help="Ask for token ids too (vLLM's return_tokens_as_token_ids / return_token_ids).")
+@click.option("--max-tokens-cap", type=int, default=None, help="Cap max_tokens / max_completion_tokens.")
+@click.option("--model-override", default=None, help="Send this model id upstream instead of the client's.")
+@click.option("--disable-thinking", is_flag=True, help="Set chat_template_kwargs.enable_thinking=false.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds allowed per upstream call.")
+@click.option("--max-runtime", type=float, default=None, help="Stop by itself after this many seconds.")
+@click.option("--quiet", is_flag=True, help="Do not log each call to stderr.")
+def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap, model_override, disable_thinking, timeout, max_runtime, quiet):
+    """Run the capture proxy: forward an agent's model calls to UPSTREAM and
+    record each one (token ids, logprobs) to OUT/trace.jsonl.
+
+    Point the agent's OpenAI-compatible base URL at http://HOST:PORT/v1.
+    Stops on Ctrl-C / SIGTERM after calls in flight finish.
+    """
+    import asyncio
+
+    try:
+        from ..rl.proxy import ProxyConfig, serve
+    except ImportError as e:
+        fail(f"the proxy needs the proxy extra (pip install 'trajkit[proxy]'): {e}")
+    if not upstream.startswith(("http://", "https://")):
+        fail(f"--upstream must be an http(s) URL, not {upstream!r}")
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    cfg = ProxyConfig(
+        upstream=upstream,
+        top_logprobs=top_logprobs,
+        vllm=vllm,
+        max_tokens_cap=max_tokens_cap,
+        model_override=model_override,
+        disable_thinking=disable_thinking,
+        timeout=timeout,
+    )
+
+    def log(msg: str) -> None:
+        if not quiet:
+            click.echo(f"trajkit proxy: {msg}", err=True)
+
+    def ready(h: str, p: int) -> None:
+        click.echo(f"trajkit proxy: listening on http://{h}:{p}/v1 -> {upstream}; trace {Path(out_dir) / 'trace.jsonl'}", err=True)
+
+    try:
+        n = asyncio.run(serve(cfg, Path(out_dir), host, port, log=log, ready=ready, max_runtime=max_runtime))
+    except OSError as e:
+        fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_CANNOT_RUN)
+    click.echo(f"trajkit proxy: stopped; {n} calls recorded", err=True)
