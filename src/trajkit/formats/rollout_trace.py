@@ -579,6 +579,7 @@ def read(root: Path, options: ReadOptions) -> Session:
         counts[info.purpose or OTHER_PURPOSE] = counts.get(info.purpose or OTHER_PURPOSE, 0) + 1
         if info.failed:
             counts["failed"] = counts.get("failed", 0) + 1
+        if info.failed and info.response is not None:
             session.diag(
                 "rollout.upstream-error",
                 f"the upstream call failed (status {info.upstream_status}): {str(info.upstream_error)[:200]}",
@@ -669,7 +670,10 @@ def read(root: Path, options: ReadOptions) -> Session:
             extra["latency_s"] = rec["latency_s"]
         if info.failed:
             kind, typ = ERROR_EVENT, "model_call.error"
-            text = str(info.upstream_error) if info.upstream_error is not None else "upstream call failed"
+            text = (
+                str(info.upstream_error) if info.upstream_error is not None
+                else "no response recorded" if info.response is None else "upstream call failed"
+            )
             extra["upstream_status"] = info.upstream_status
         elif info.purpose == AGENT:
             kind = ACTION if info.tool_calls else MESSAGE

@@ -1,0 +1,206 @@
+"""The rollout-trace reader: the corpus proxy trace, rollout directories with
+sidecars, and every bad-input case (cut line, bad line, non-object record,
+text tokens, upstream errors, missing response, empty file)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trajkit.formats import rollout_trace as rt
+from trajkit.model import ACTION, ERROR_EVENT, MESSAGE, OBSERVATION, OTHER, SYSTEM, ReadOptions
+from trajkit.registry import detect, read
+
+FIX = Path(__file__).parent / "fixtures" / "rl"
+
+
+@pytest.fixture(scope="module")
+def synthetic(corpus) -> Path:
+    return corpus / "opencode" / "proxy_trace_synthetic.jsonl"
+
+
+def codes(session):
+    return [d.code for d in session.diagnostics]
+
+
+def test_corpus_trace_detected_as_rollout_trace(synthetic):
+    det = detect(synthetic)
+    assert det.format is not None and det.format.name == "rollout-trace"
+    assert det.match.root == synthetic
+    assert det.match.strength == "strong"
+
+
+def test_corpus_trace_events_and_steps(synthetic):
+    s = read(synthetic)
+    assert s.format == "rollout-trace"
+    kinds = [(e.id, e.kind, e.type) for e in s.events]
+    assert kinds == [
+        ("turn-1", OTHER, "model_call.title"),
+        ("turn-2/msg-0", SYSTEM, "system"),
+        ("turn-2/msg-1", MESSAGE, "user"),
+        ("turn-2", ACTION, "model_call"),
+        ("turn-3/msg-3", OBSERVATION, "tool"),
+        ("turn-3", MESSAGE, "model_call"),
+    ]
+    lines = Path(synthetic).read_text().splitlines()
+    by_id = {e.id: e for e in s.events}
+    # raw is the record, untouched
+    for k, eid in enumerate(["turn-1", "turn-2", "turn-3"]):
+        assert by_id[eid].raw == json.loads(lines[k])
+        assert by_id[eid].ref.line_start == k + 1
+    act = by_id["turn-2"]
+    assert act.tool_calls[0].name == "bash"
+    assert act.tool_calls[0].call_id == "call_aba72de6"
+    assert act.tool_calls[0].arguments == {
+        "command": "echo hello-from-stub > hello.txt && cat hello.txt",
+        "description": "Write hello.txt",
+    }
+    assert act.response_id == "chatcmpl-71034d8923c4"
+    assert act.usage == {"prompt_tokens": 100, "completion_tokens": 31, "total_tokens": 131}
+    assert act.extra["token_ids_source"] == "completion_tokens"
+    assert act.extra["output_tokens"] == 31
+    assert act.timestamp.startswith("2026-") and act.timestamp.endswith("Z")
+    obs = by_id["turn-3/msg-3"]
+    assert obs.call_id == "call_aba72de6" and obs.cause == "turn-2"
+    assert obs.raw == json.loads(lines[2])["request"]["messages"][3]
+    assert by_id["turn-1"].text == "Stub session title"
+    assert by_id["turn-1"].extra["purpose"] == "title"
+
+    assert len(s.steps) == 1
+    st = s.steps[0]
+    assert st.step_id == 1
+    assert st.action == "echo hello-from-stub > hello.txt && cat hello.txt"
+    assert st.tool_type == "bash"
+    assert st.observation == obs.text
+    assert st.thinking == "I will create the file."
+    assert st.action_event_id == "turn-2" and st.observation_event_id == "turn-3/msg-3"
+    assert s.task == '"Create hello.txt containing hello-from-stub using bash."'
+    assert s.task_source == "first user message"
+    assert s.metadata["calls"] == {"total": 3, "title": 1, "agent": 2}
+    assert s.metadata["model"] == "stub-model"
+    assert s.diagnostics == []
+
+
+def test_parse_call_token_ids_never_from_text(synthetic):
+    recs = [json.loads(x) for x in Path(synthetic).read_text().splitlines()]
+    c = rt.parse_call(recs[1])
+    assert c.output_ids == [rt.parse_token_id(t) for t in recs[1]["completion_tokens"]]
+    assert c.ids_source == "completion_tokens"
+    assert c.logps == [-0.1] * 31
+    # a fork appending data after the number still parses; junk does not
+    assert rt.parse_token_id("token_id:151657|v3") == 151657
+    assert rt.parse_token_id("tok_id:1") is None and rt.parse_token_id(" token_id:1") is None
+    # ids only in the logprob entries
+    r = dict(recs[1], completion_tokens=[], completion_token_ids=[])
+    c = rt.parse_call(r)
+    assert c.ids_source == "logprobs" and len(c.output_ids) == 31
+    # completion_token_ids wins when present
+    r = dict(recs[1], completion_token_ids=list(range(31)))
+    assert rt.parse_call(r).output_ids == list(range(31))
+    # ids only in response.choices[0].token_ids (return_token_ids)
+    r = json.loads(json.dumps(recs[1]))
+    r.update(completion_tokens=[], completion_token_ids=[], logprobs=[])
+    r["response"]["choices"][0].pop("logprobs")
+    r["response"]["choices"][0]["token_ids"] = [5, 6, 7]
+    r["response"]["prompt_token_ids"] = [1, 2]
+    c = rt.parse_call(r)
+    assert (c.output_ids, c.ids_source, c.prompt_ids) == ([5, 6, 7], "response.token_ids", [1, 2])
+
+
+def test_rollout_directory_with_sidecars():
+    s = read(FIX / "rollout_dir")
+    assert s.format == "rollout-trace"
+    assert s.task == "Create hello.txt containing hello." and s.task_source == "task.json"
+    assert s.id == "task-0001"
+    assert s.metadata["summary"]["reward"] == 1.0
+    assert s.metadata["visible_tests"] == "input: 1\noutput: 1\n"
+    assert len(s.metadata["held_out_tests"]) == 3
+    roles = {Path(f.path).name: (f.role, f.status) for f in s.files}
+    assert roles["trace.json"] == ("events", "read")
+    assert roles["task.json"] == ("task", "read")
+    assert roles["summary.json"] == ("summary", "read")
+    assert roles["held_out_tests.json"] == ("held_out_tests", "read")
+    assert [e.id for e in s.events if e.type.startswith("model_call")] == ["turn-1", "turn-2", "turn-3"]
+    assert len(s.steps) == 1 and s.steps[0].action == "echo hello > hello.txt"
+    # a JSON array: no line numbers, events still named
+    assert s.events[0].ref.line_start is None
+    det = detect(FIX / "rollout_dir" / "task.json")
+    assert det.format.name == "rollout-trace" and det.match.root == FIX / "rollout_dir"
+
+
+def test_dict_wrapped_trace(tmp_path):
+    recs = json.loads((FIX / "rollout_dir" / "trace.json").read_text())
+    (tmp_path / "trace.json").write_text(json.dumps({"version": 1, "records": recs}))
+    s = read(tmp_path)
+    assert len([e for e in s.events if e.type.startswith("model_call")]) == 3
+    assert s.metadata["trace_wrapper"] == {"version": 1}
+
+
+def test_cut_final_line_reported_prefix_read():
+    s = read(FIX / "edge" / "cut")
+    assert [e.id for e in s.events if e.type.startswith("model_call")] == ["turn-1", "turn-2"]
+    d = [d for d in s.diagnostics if d.code == "jsonl.truncated-line"]
+    assert len(d) == 1 and d[0].line == 3
+    # turn-2's tool call is never answered: no step, and it is listed
+    assert s.steps == [] and s.metadata["actions_without_observation"] == ["call_a"]
+
+
+def test_odd_records_become_diagnostics_not_crashes():
+    s = read(FIX / "edge" / "odd")
+    c = codes(s)
+    assert "jsonl.invalid-line" in c
+    assert "rollout.record-not-object" in c
+    assert "rollout.token-ids-unparsed" in c
+    assert "rollout.upstream-error" in c
+    assert "rollout.no-response" in c
+    kinds = {e.id: (e.kind, e.type) for e in s.events}
+    assert kinds["turn-4"] == (ERROR_EVENT, "model_call.error")
+    assert kinds["turn-5"] == (ERROR_EVENT, "model_call.error")
+    assert any(e.kind == OTHER and e.type == "record" and e.raw == [1, 2] for e in s.events)
+    bad = next(d for d in s.diagnostics if d.code == "rollout.token-ids-unparsed")
+    assert bad.event_id == "turn-2" and bad.line == 4
+    err = next(d for d in s.diagnostics if d.code == "rollout.upstream-error")
+    assert err.event_id == "turn-4" and "503" in err.message
+
+
+def test_empty_and_missing_trace(tmp_path):
+    (tmp_path / "trace.jsonl").write_bytes(b"")
+    s = rt.read(tmp_path, ReadOptions())
+    assert codes(s) == ["file.empty"] and s.events == []
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    s = rt.read(empty, ReadOptions())
+    assert codes(s) == ["rollout.no-trace"]
+
+
+def test_too_large_trace_is_reported(tmp_path):
+    shutil.copy(FIX / "rollout_dir" / "trace.json", tmp_path / "trace.json")
+    s = rt.read(tmp_path, ReadOptions(max_file_bytes=100))
+    assert "file.too-large" in codes(s) and s.events == []
+
+
+def test_repeated_turn_numbers_and_overlap(tmp_path):
+    recs = json.loads((FIX / "rollout_dir" / "trace.json").read_text())
+    recs[2]["turn"] = 2
+    (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    s = read(tmp_path)
+    assert "rollout.turn-numbers" in codes(s)
+    assert [e.id for e in s.events if e.type.startswith("model_call")] == ["call-0", "call-1", "call-2"]
+    recs = json.loads((FIX / "rollout_dir" / "trace.json").read_text())
+    recs[0]["turn"], recs[1]["turn"] = 2, 1  # the title finished after the first agent call
+    (tmp_path / "trace.jsonl").write_text("\n".join(json.dumps(r) for r in recs) + "\n")
+    s = read(tmp_path)
+    assert "rollout.turn-order" in codes(s)
+
+
+def test_steps_cli_on_corpus_trace(cli, synthetic):
+    r = cli("steps", synthetic, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["format"] == "rollout-trace" and doc["step_count"] == 1
+    assert doc["steps"][0]["action"] == "echo hello-from-stub > hello.txt && cat hello.txt"
+    r = cli("detect", FIX / "rollout_dir" / "trace.json")
+    assert r.returncode == 0 and r.stdout.startswith("rollout-trace")
