@@ -8,7 +8,8 @@ call's first event (so calls on abandoned branches rebuild too). On it:
    applied when met (forgotten events leave the view; the summary enters at
    its offset in the already-filtered list; SDK >= 1.10). Logs written by
    1.0-1.9 (recognised by the legacy Message flags) use the old global rule:
-   the union of forgotten ids, and only the latest summary;
+   the union of forgotten ids, and only the latest summary, and keep
+   adjacent user messages apart (merging arrived in 1.26);
 2. the view properties, repeated until stable: first observation per tool
    call id, batch atomicity, tool-call matching, tool-loop atomicity;
 3. messages: consecutive actions of one ``llm_response_id`` are one
@@ -313,7 +314,7 @@ def rebuild_context(session_or_path: Any, at: Any = None, merge_users: bool | No
         index.setdefault(eid, i)
     legacy = _legacy_log(views)
     if merge_users is None:
-        merge_users = True
+        merge_users = not legacy  # merging adjacent user messages arrived in 1.26
     build = _global_view if legacy else _sequential_view
 
     def messages_before(i: int | None, inclusive: bool) -> list[dict]:
