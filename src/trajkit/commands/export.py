@@ -71,3 +71,55 @@ def echo_text(obj) -> str:
     from ..jsonio import dumps
 
     return dumps(obj, indent=True).decode()
+
+
+@click.command("convert")
+@click.argument("src", type=click.Path(exists=True))
+@click.option("--to", "target", type=click.Choice(["asf", "atif"]), required=True, help="Output format.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to write into (created).")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None, help="Write the loss report (JSON) here.")
+@click.option("--redact-secret", "secrets", multiple=True, help="Replace this value with [REDACTED] everywhere (repeatable).")
+@click.option("--redact-home", is_flag=True, help="Replace home directories (/home/<user>, /Users/<user>, /root) with ~.")
+@click.option("--no-passthrough", is_flag=True, help="Leave raw native events out of the output (the report lists their members).")
+@click.option("--format", "format_name", default=None, help="Read as this format instead of detecting it.")
+@click.option("--max-file-bytes", type=int, default=1 << 30, show_default=True, help="Files larger than this are reported, not read.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (outputs, counts, checks) on stdout.")
+def convert_cmd(src, target, out_dir, report_path, secrets, redact_home, no_passthrough, format_name, max_file_bytes, as_json):
+    """Convert the run at SRC to ASF 0.11 sessions or ATIF v1.8 documents.
+
+    Every output is checked before the verb returns: ASF files are read back
+    and verified, ATIF documents validated with the ``atif`` package when it
+    is installed. Exit 0 done, 1 written but a check failed or an event went
+    unaccounted, 2 nothing readable at SRC.
+    """
+    from ..cli import load_session
+    from ..export.convert import convert
+
+    session = load_session(src, format_name, max_file_bytes)
+    result = convert(
+        session,
+        target,
+        Path(out_dir),
+        passthrough=not no_passthrough,
+        secrets=list(secrets),
+        redact_home=redact_home,
+        report_path=Path(report_path) if report_path else None,
+        progress=not as_json,
+    )
+    summary = result.summary()
+    if as_json:
+        echo_json(summary)
+    else:
+        for p in result.outputs:
+            click.echo(str(p))
+        s = result.report["summary"]
+        click.echo(
+            f"{s['events']} events in {s['files']} files from {s['sessions']} session(s): "
+            f"{s['events_placed']} placed, {s['events_dropped']} dropped; "
+            f"{len(result.problems)} check problem(s)"
+            + (f"; report: {report_path}" if report_path else ""),
+            err=True,
+        )
+        for prob in result.problems:
+            click.echo(f"  {prob}", err=True)
+    sys.exit(EXIT_OK if result.ok else EXIT_CHECK_FAILED)

@@ -91,6 +91,7 @@ class _Projection:
         self.agent_key: Any = None
         self.settings = asf.Settings()
         self.first_settings: dict[str, Any] | None = None
+        self.agent_entry: asf.Entry | None = None
         self.subagents: list[dict[str, Any]] = []
         self.root_extra: dict[str, Any] = {}
         self.totals = {"prompt": 0, "completion": 0, "cached": 0, "cost": 0.0, "calls": 0, "has_cost": False}
@@ -160,6 +161,7 @@ class _Projection:
                 asf._apply_config(self.settings, e, [])
                 if self.first_settings is None:
                     self.first_settings = self.settings.to_dict()
+                    self.agent_entry = e
                     continue
                 self._pend("config_entries", {"entry_id": e.id, **asf.content_of(o)})
                 continue
@@ -368,8 +370,16 @@ class _Projection:
             agent["model_name"] = first["model"]
         if first.get("tools"):
             agent["tool_definitions"] = [_tool_definition(t) for t in first["tools"]]
+        agent_extra: dict[str, Any] = {}
         if first.get("instructions") is not None:
-            agent["extra"] = {"instructions": first["instructions"]}
+            agent_extra["instructions"] = first["instructions"]
+        if self.agent_entry is not None:
+            agent_extra["agentsession"] = {"entry_id": self.agent_entry.id}
+            raw = self._native(self.agent_entry) if self.passthrough else None
+            if raw is not None:
+                agent_extra[NATIVE] = raw
+        if agent_extra:
+            agent["extra"] = agent_extra
         if self.pending:
             if self.steps:
                 self.steps[-1]["extra"].setdefault("trailing", {}).update(self.pending)
@@ -422,8 +432,9 @@ class _Projection:
             }.items() if v is not None},
             "openresponses": {"payload": h.get("payload")},
         }
-        if isinstance(h.get("trajkit:source"), dict):
-            extra["trajkit:source"] = h["trajkit:source"]
+        for k in ("trajkit:source", "trajkit:metadata"):
+            if k in h:
+                extra[k] = h[k]
         extra.update(self.root_extra)
         doc["extra"] = extra
         if self.subagents:

@@ -298,10 +298,18 @@ def _convert(
         header["parent_session"] = parent_sid
     if spawned_by:
         header["spawned_by"] = spawned_by
-    header["trajkit:source"] = {"format": session.format, "id": session.id, "view": session.view}
+    header["trajkit:source"] = {"format": session.format, "id": session.id, "view": session.view, "path": session.source_path}
+    if session.task is not None:
+        header["trajkit:source"]["task_source"] = session.task_source
+    if session.metadata:
+        # What the reader took from state/metadata/results files rides in the header.
+        header["trajkit:metadata"] = session.metadata
     if redactor.active:
         header = redactor.value(header)
         header["redacted"] = True
+    header, rec = asf.normalise_ijson(header)
+    if rec:
+        header["normalised"] = rec
     b = _Builder(header, redactor, passthrough)
     out.files.append(b.file)
     place: dict[Any, Placement] = {}
