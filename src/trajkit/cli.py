@@ -24,6 +24,7 @@ from .model import DetectionError, ReadOptions, Session, TrajkitError
 #: verb -> "module:attribute" of a click command, imported on first use.
 LAZY_COMMANDS: dict[str, str] = {
     "verify": "trajkit.commands.export:verify_cmd",
+    "convert": "trajkit.commands.export:convert_cmd",
     "turns": "trajkit.commands.rl:turns_cmd",
     "proxy": "trajkit.commands.rl:proxy_cmd",
     "ls": "trajkit.commands.sdk:ls_cmd",
