@@ -54,7 +54,7 @@ def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES)
                     ERROR,
                     file=p,
                 )
-            data = f.read(max_bytes + 1)
+            data = f.read()
     except OSError as e:
         return None, Diagnostic("file.unreadable", f"cannot read file: {e.strerror or e}", ERROR, file=p)
     if len(data) > max_bytes:  # grew while being read

@@ -115,7 +115,12 @@ def _session_dirs(parent: Path) -> list[Path]:
 
 
 def _json_files(d: Path) -> list[Path]:
-    return [d / n for n in sorted(_listdir(d)) if n.endswith(".json") and not n.startswith(".") and (d / n).is_file()]
+    try:
+        with os.scandir(d) as it:
+            names = [e.name for e in it if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()]
+    except OSError:
+        return []
+    return [d / n for n in sorted(names)]
 
 
 def locate(root: Path) -> Layout | None:
@@ -272,14 +277,12 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-_START_CACHE: dict[bytes, re.Pattern] = {}
-
-
 def _element_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
     """1-based (first, last) line of each top-level element of a JSON list.
 
-    Fast path for ``json.dump(..., indent=N)`` files (top-level elements start
-    with a line that is exactly ``<indent>{``); a tokenizing scan otherwise.
+    Fast path for ``json.dump(..., indent=N)`` files, where every top-level
+    element opens on a line that is exactly ``<indent>{`` and closes on one
+    that starts ``<indent>}``; a tokenizing scan otherwise.
     """
     if n == 0:
         return []
@@ -288,30 +291,27 @@ def _element_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
     if i < 0 or j < 0:
         return None
     nl = data.rfind(b"\n", i, j)
-    if nl < 0:
-        # the first element starts on the line of "[": compact or odd; scan.
+    if nl < 0 or data[nl + 1 : j].strip():
         return _scan_lines(data, n)
     indent = data[nl + 1 : j]
-    if indent.strip():
-        return _scan_lines(data, n)
-    starts_re = _START_CACHE.get(indent)
-    if starts_re is None:
-        starts_re = re.compile(rb"^" + re.escape(indent) + rb"\{\s*$|^" + re.escape(indent) + rb"\},?\s*$", re.M)
-        _START_CACHE[indent] = starts_re
+    open_pat = b"\n" + indent + b"{"
+    close_pat = b"\n" + indent + b"}"
     out: list[tuple[int, int]] = []
-    line = 1
-    pos = 0
-    start_line = None
-    for m in starts_re.finditer(data):
-        line += data.count(b"\n", pos, m.start())
-        pos = m.start()
-        if data[m.end() - 1 : m.end()] == b"{" or m.group().rstrip().endswith(b"{"):
-            start_line = line
-        else:
-            if start_line is None:
-                return _scan_lines(data, n)
-            out.append((start_line, line))
-            start_line = None
+    pos = nl
+    line = 1 + data.count(b"\n", 0, nl)
+    find, count = data.find, data.count
+    while True:
+        a = find(open_pat, pos)
+        if a < 0:
+            break
+        line += count(b"\n", pos, a)
+        start_line = line + 1
+        b = find(close_pat, a + 1)
+        if b < 0:
+            return _scan_lines(data, n)
+        line += count(b"\n", a, b)
+        out.append((start_line, line + 1))
+        pos = b
     if len(out) != n:
         return _scan_lines(data, n)
     return out
@@ -396,35 +396,50 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_
 
 
 def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
+    base = os.fspath(d)
+    prefix = _rel(d, lay.root) + os.sep
     numbered = []
     for n in _listdir(d):
         m = _EVENT_FILE.match(n)
         if m:
             numbered.append((int(m.group(1)), n))
         elif not n.startswith("."):
-            session.diag("v0.bad-event-name", f"file name is not <id>.json; ignored", INFO, file=str(d / n))
-            session.files.append(SourceFile(str(d / n), "event", "skipped", note="bad name"))
+            session.diag("v0.bad-event-name", "file name is not <id>.json; ignored", INFO, file=os.path.join(base, n))
+            session.files.append(SourceFile(os.path.join(base, n), "event", "skipped", note="bad name"))
     numbered.sort()
     out = []
+    files = session.files
+    cap = opts.max_file_bytes
+    loads = jsonio.orjson.loads
     for num, n in numbered:
-        p = d / n
-        value, diags = jsonio.load_file(p, opts.max_file_bytes)
-        for x in diags:
-            if x.code != "json.nonstandard":
-                x.event_id = num
-            session.diagnostics.append(x)
+        p = base + os.sep + n
+        value = jsonio.MISSING
+        try:  # fast path: a small file that orjson decodes to an object
+            with open(p, "rb") as f:
+                if os.fstat(f.fileno()).st_size <= cap:
+                    data = f.read()
+                    if len(data) <= cap:
+                        value = loads(data)
+        except (OSError, ValueError):
+            value = jsonio.MISSING
+        if value is jsonio.MISSING:
+            value, diags = jsonio.load_file(p, cap)
+            for x in diags:
+                if x.code != "json.nonstandard":
+                    x.event_id = num
+                session.diagnostics.append(x)
         if value is jsonio.MISSING or not isinstance(value, dict):
             if value is not jsonio.MISSING:
-                session.diag("v0.malformed-event", f"event file holds a JSON {type(value).__name__}, not an object; skipped", ERROR, file=str(p), event_id=num)
+                session.diag("v0.malformed-event", f"event file holds a JSON {type(value).__name__}, not an object; skipped", ERROR, file=p, event_id=num)
             else:
-                session.diag("v0.malformed-event", "event file could not be decoded; skipped", ERROR, file=str(p), event_id=num)
-            session.files.append(SourceFile(str(p), "event", "skipped", note="malformed"))
+                session.diag("v0.malformed-event", "event file could not be decoded; skipped", ERROR, file=p, event_id=num)
+            files.append(SourceFile(p, "event", "skipped", note="malformed"))
             continue
         eid = value.get("id")
         if eid != num:
-            session.diag("v0.id-mismatch", f"file {n} holds event id {eid!r}", WARNING, file=str(p), event_id=eid)
-        out.append(_Raw(value, Ref(_rel(p, lay.root), eid, 1, 1)))  # json.dumps: one line
-        session.files.append(SourceFile(str(p), "event", "read", None, [eid]))
+            session.diag("v0.id-mismatch", f"file {n} holds event id {eid!r}", WARNING, file=p, event_id=eid)
+        out.append(_Raw(value, Ref(prefix + n, eid, 1, 1)))  # json.dumps: one line
+        files.append(SourceFile(p, "event", "read", None, [eid]))
     return out
 
 
@@ -467,13 +482,14 @@ def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -
     return out
 
 
-def _note_unused_view(name: str, paths: list[Path], role: str, session: Session) -> None:
-    for p in paths:
-        session.files.append(SourceFile(str(p), role, "unused", note=f"view {name} not chosen"))
+def _note_unused_view(name: str, paths: list[str], role: str, session: Session) -> None:
+    note = f"view {name} not chosen"
+    session.files.extend(SourceFile(p, role, "unused", None, [], note) for p in paths)
 
 
-def _view_files(d: Path, pat: re.Pattern) -> list[Path]:
-    return [d / n for n in sorted(_listdir(d)) if pat.match(n)]
+def _view_files(d: Path, pat: re.Pattern) -> list[str]:
+    base = os.fspath(d) + os.sep
+    return [base + n for n in sorted(_listdir(d)) if pat.match(n)]
 
 
 # ---------------------------------------------------------------- events
@@ -665,7 +681,8 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         if not (view == CACHE and view_path == d / "event_cache"):
             _note_unused_view(CACHE, _view_files(d / "event_cache", _SHARD_FILE), "event-cache-shard", session)
     if view != FLAT:
-        _note_unused_view(FLAT, [p for p in lay.flat_candidates if not any(f.path == str(p) for f in session.files)], "flat-export", session)
+        seen = {f.path for f in session.files}
+        _note_unused_view(FLAT, [str(p) for p in lay.flat_candidates if str(p) not in seen], "flat-export", session)
     for r in lay.recordings:
         session.files.append(SourceFile(str(r), "recording", "unused", note="a terminal recording, not steps"))
     if len(lay.session_dirs) > 1:
