@@ -1,0 +1,412 @@
+"""What the agent really did: every agent action of a session normalized to
+``read`` / ``write`` / ``exec`` tokens, with paths resolved against the
+workspace.
+
+Only agent-sourced action events are looked at (and those of sub-agent
+sessions); user messages, system prompts, tool declarations and chat text are
+never turned into actions, so prose cannot raise a finding. The normalizer
+works on the reader's normalized fields (``Event.kind``, ``tool_calls``) and
+on ``Event.raw`` for the native action payload (OpenHands V1 ``action{kind,
+...}``, OpenHands V0 ``action`` + ``args``); any other harness's tool calls go
+through the generic argument rules.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ..model import ACTION, OBSERVATION, Event, Session
+from .shell import path_mentions, split_commands
+
+READ = "read"
+WRITE = "write"
+EXEC = "exec"
+REF = "ref"  # a path named inside a command or code that is neither read nor written by a known rule
+FETCH = "fetch"
+CLAIM = "claim"  # the agent declared the task done (finish)
+
+#: Action kinds / native types that are not environment effects.
+_NOT_EFFECTS_V1 = {"ThinkAction", "TaskTrackerAction", "MessageAction"}
+_NOT_EFFECTS_V0 = {"message", "think", "system", "recall", "change_agent_state", "condensation", "condensation_request",
+                   "task_tracking", "null", "pause", "resume", "stop", "reject", "start", "loop_recovery", "delegate"}
+_EDITOR_WRITE_CMDS = {"create", "str_replace", "insert", "undo_edit", "write", "edit", "append", "delete"}
+
+
+@dataclass(slots=True)
+class Action:
+    """One normalized effect the agent asked for.
+
+    ``op`` is read / write / exec / ref / fetch / claim; ``path`` the path as
+    resolved (absolute when it could be resolved, else as written); ``rel``
+    the path relative to the workspace when it lies inside it (None when
+    outside or unknown); ``command`` the exec text; ``content`` the text
+    written when the record says (editor writes); ``via`` says how it was
+    derived (``editor``, ``shell``, ``tool``, ``code``); ``session`` names the
+    (sub-)session; ``event_id`` / ``step_id`` / ``index`` locate it.
+    """
+
+    index: int
+    op: str
+    tool: str
+    event_id: Any = None
+    step_id: int | None = None
+    path: str | None = None
+    rel: str | None = None
+    command: str | None = None
+    content: str | None = None
+    via: str = "tool"
+    session: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def target(self) -> str:
+        return self.rel if self.rel is not None else (self.path or self.command or "")
+
+    @property
+    def token(self) -> str:
+        return f"{self.op} {self.target}"
+
+    def where(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"event_id": self.event_id, "step_id": self.step_id}
+        if self.session:
+            d["session"] = self.session
+        return d
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {"index": self.index, "op": self.op, "tool": self.tool, "token": self.token, "via": self.via, **self.where()}
+        if self.path is not None:
+            d["path"] = self.path
+        if self.command is not None:
+            d["command"] = self.command[:2000]
+        return d
+
+
+def _as_dict(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _args_of(e: Event) -> tuple[str, dict[str, Any]]:
+    """The native tool / action name and its argument mapping."""
+    raw = _as_dict(e.raw)
+    if raw.get("kind") == "ActionEvent" or "tool_call" in raw or isinstance(raw.get("action"), dict):
+        act = _as_dict(raw.get("action"))
+        name = act.get("kind") or raw.get("tool_name") or e.type
+        if act:
+            return str(name), act
+        # no executable action (unknown tool, bad arguments): fall back to the call arguments
+        tc = _as_dict(raw.get("tool_call"))
+        args = tc.get("arguments")
+        if isinstance(args, str):
+            import orjson
+
+            try:
+                args = orjson.loads(args)
+            except orjson.JSONDecodeError:
+                args = {"_raw": args}
+        return str(raw.get("tool_name") or tc.get("name") or e.type), _as_dict(args)
+    if isinstance(raw.get("action"), str):
+        return raw["action"], _as_dict(raw.get("args"))
+    if e.tool_calls:
+        tc = e.tool_calls[0]
+        return tc.name, _as_dict(tc.arguments) if isinstance(tc.arguments, dict) else {"_raw": tc.arguments}
+    return e.type, {}
+
+
+def _pairs(session: Session) -> dict[Any, Event]:
+    """Action event id -> the first observation answering it."""
+    by_cause: dict[Any, Event] = {}
+    by_call: dict[str, Event] = {}
+    for e in session.events:
+        if e.kind != OBSERVATION:
+            continue
+        if e.cause is not None and e.cause not in by_cause:
+            by_cause[e.cause] = e
+        raw = _as_dict(e.raw)
+        aid = raw.get("action_id")
+        if aid is not None and aid not in by_cause:
+            by_cause[aid] = e
+        if e.call_id and e.call_id not in by_call:
+            by_call[e.call_id] = e
+    out = dict(by_cause)
+    for e in session.events:
+        if e.kind == ACTION and e.id not in out:
+            cid = e.call_id or (e.tool_calls[0].call_id if e.tool_calls else None)
+            if cid and cid in by_call:
+                out[e.id] = by_call[cid]
+    return out
+
+
+def _obs_working_dir(obs: Event | None) -> str | None:
+    if obs is None:
+        return None
+    raw = _as_dict(obs.raw)
+    for holder in (_as_dict(raw.get("observation")), _as_dict(raw.get("extras"))):
+        md = _as_dict(holder.get("metadata"))
+        wd = md.get("working_dir")
+        if isinstance(wd, str) and wd.startswith("/"):
+            return wd
+    return None
+
+
+class Resolver:
+    """Resolves paths as the agent wrote them to absolute paths and to
+    workspace-relative paths."""
+
+    def __init__(self, roots: Iterable[str]):
+        self.roots = [posixpath.normpath(r) for r in roots if r]
+        self.cwd: str | None = self.roots[0] if self.roots else None
+
+    def absolute(self, p: str, cwd: str | None = None) -> str:
+        p = p.strip()
+        if p.startswith("~"):
+            return posixpath.normpath(p)
+        base = cwd or self.cwd
+        if p.startswith("/"):
+            return posixpath.normpath(p)
+        if base:
+            return posixpath.normpath(posixpath.join(base, p))
+        return posixpath.normpath(p)
+
+    def relative(self, absolute: str) -> str | None:
+        if not absolute.startswith("/"):
+            return None if absolute.startswith("..") else absolute
+        for r in self.roots:
+            if absolute == r:
+                return "."
+            if absolute.startswith(r.rstrip("/") + "/"):
+                return absolute[len(r.rstrip("/")) + 1 :]
+        return None
+
+    def cd(self, target: str) -> None:
+        if target in ("~", "-") or target.startswith("$"):
+            return
+        self.cwd = self.absolute(target)
+
+
+def workspace_roots(session: Session, workspace: str | None = None, agent_workspace: str | None = None) -> list[str]:
+    """The directories the agent's paths are relative to: the one named by
+    the operator, the recorded workspace, and the local workspace directory."""
+    roots: list[str] = []
+    if agent_workspace:
+        roots.append(agent_workspace)
+    md = session.metadata or {}
+    for holder in (md, _as_dict(md.get("base_state")), _as_dict(md.get("state"))):
+        ws = _as_dict(holder.get("workspace"))
+        wd = ws.get("working_dir")
+        if isinstance(wd, str) and wd.startswith("/"):
+            roots.append(wd)
+        for k in ("working_dir", "workspace_dir", "cwd"):
+            v = holder.get(k)
+            if isinstance(v, str) and v.startswith("/"):
+                roots.append(v)
+    # the first working directory a terminal observation reports
+    for e in session.events:
+        if e.kind == OBSERVATION:
+            wd = _obs_working_dir(e)
+            if wd:
+                roots.append(wd)
+                break
+    if workspace:
+        import os
+
+        roots.append(os.path.abspath(workspace).replace("\\", "/"))
+    seen = []
+    for r in roots:
+        if r not in seen:
+            seen.append(r)
+    return seen
+
+
+def _step_index(session: Session) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for s in session.steps:
+        if s.action_event_id is not None:
+            out.setdefault(s.action_event_id, s.step_id)
+    return out
+
+
+def _is_agent_action(e: Event) -> bool:
+    if e.kind != ACTION:
+        return False
+    src = (e.source or _as_dict(e.raw).get("source") or "").lower()
+    return src in ("agent", "") or src == "assistant"
+
+
+def normalize(session: Session, workspace: str | None = None, agent_workspace: str | None = None) -> list[Action]:
+    """Every agent action of ``session`` and its sub-agents, as normalized tokens, in order."""
+    out: list[Action] = []
+    for sess in session.walk():
+        _normalize_one(sess, out, workspace, agent_workspace, None if sess is session else (sess.id or sess.source_path))
+    return out
+
+
+def _normalize_one(session: Session, out: list[Action], workspace: str | None, agent_workspace: str | None, label: str | None) -> None:
+    res = Resolver(workspace_roots(session, workspace, agent_workspace))
+    pairs = _pairs(session)
+    steps = _step_index(session)
+
+    def add(op: str, tool: str, e: Event, **kw: Any) -> Action:
+        path = kw.pop("path", None)
+        rel = None
+        if path is not None:
+            path = res.absolute(path, kw.pop("cwd", None))
+            rel = res.relative(path)
+        else:
+            kw.pop("cwd", None)
+        a = Action(len(out), op, tool, e.id, steps.get(e.id), path, rel, session=label, **kw)
+        out.append(a)
+        return a
+
+    for e in session.events:
+        if not _is_agent_action(e):
+            continue
+        name, args = _args_of(e)
+        obs = pairs.get(e.id)
+        if name in _NOT_EFFECTS_V1 or name in _NOT_EFFECTS_V0:
+            continue
+        if name in ("FinishAction", "finish") or name.lower() == "finish":
+            add(CLAIM, name, e, command=str(args.get("message") or args.get("final_thought") or "")[:500])
+            continue
+        _normalize_action(e, name, args, obs, res, add)
+        wd = _obs_working_dir(obs)
+        if wd:
+            res.cwd = wd
+
+
+def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | None, res: Resolver, add) -> None:
+    lname = name.lower()
+    cmd = args.get("command")
+    # --- shell commands
+    if name in ("TerminalAction", "ExecuteBashAction", "CmdRunAction", "run") or lname in ("bash", "execute_bash", "terminal", "shell", "exec_command", "run_command") or (
+        isinstance(cmd, str) and lname not in ("fileeditoraction", "planningfileeditoraction", "edit", "read", "write", "str_replace_editor", "file_editor") and "path" not in args
+    ):
+        text = cmd if isinstance(cmd, str) else " ".join(map(str, cmd)) if isinstance(cmd, list) else str(args.get("cmd") or "")
+        if not text:
+            return
+        _shell(e, name, text, res, add)
+        return
+    # --- file editors (OpenHands V1 file_editor, V0 read/write/edit, str_replace_editor)
+    path = args.get("path") or args.get("file_path") or args.get("filename") or args.get("absolute_path")
+    if isinstance(path, str) and path:
+        is_write = False
+        content = None
+        if name in ("read", "ReadFileAction", "FileReadAction") or lname in ("read", "read_file", "view", "open_file", "glob", "grep", "list_directory", "ls"):
+            is_write = False
+        elif name in ("write", "WriteFileAction", "FileWriteAction", "create_file"):
+            is_write = True
+            content = args.get("content") or args.get("file_text")
+        elif isinstance(cmd, str):
+            is_write = cmd in _EDITOR_WRITE_CMDS
+            content = args.get("file_text") if cmd == "create" else args.get("new_str") if cmd in ("str_replace", "insert") else None
+            if name == "edit" and cmd == "" and args.get("content"):
+                content = args.get("content")
+        elif name in ("edit", "EditAction", "FileEditAction") or any(w in lname for w in ("write", "edit", "create", "replace", "insert", "patch", "delete", "remove")):
+            is_write = True
+            content = args.get("new_str") or args.get("content") or args.get("file_text") or args.get("new_string")
+        if "Grep" in name or "Glob" in name or lname in ("grep", "glob"):
+            is_write = False
+        add(WRITE if is_write else READ, name, e, path=path, content=content if isinstance(content, str) else None, via="editor")
+        return
+    # --- code execution (V0 run_ipython, tools taking code)
+    code = args.get("code")
+    if isinstance(code, str) and code:
+        add(EXEC, name, e, command=code, via="code")
+        for m in path_mentions(code):
+            add(REF, name, e, path=m, via="code")
+        for m in re.finditer(r"(?:subprocess\.\w+|os\.system|os\.popen|!)\s*\(?\s*\[?\s*['\"]([^'\"]+)['\"]", code):
+            _shell(e, name, m.group(1), res, add)
+        for line in code.splitlines():
+            if line.lstrip().startswith("!"):
+                _shell(e, name, line.lstrip()[1:], res, add)
+        return
+    # --- patches
+    patch = args.get("patch") or args.get("input")
+    if isinstance(patch, str) and ("*** Begin Patch" in patch or patch.startswith("--- ") or "\n+++ " in patch or "diff --git" in patch):
+        for p in re.findall(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$|^\+\+\+ (?:b/)?(\S+)", patch, re.M):
+            target = p[0] or p[1]
+            if target and target != "/dev/null":
+                add(WRITE, name, e, path=target.strip(), content=patch, via="editor")
+        return
+    # --- fetches
+    url = args.get("url")
+    if isinstance(url, str) and url:
+        add(FETCH, name, e, command=url, via="tool")
+        return
+    # --- anything else: name + arguments as an exec token; path-shaped argument values as refs
+    import orjson
+
+    try:
+        text = orjson.dumps(args).decode()
+    except TypeError:
+        text = str(args)
+    if name in ("MCPToolAction", "call_tool_mcp"):
+        data = args.get("data") or args.get("arguments") or {}
+        text = orjson.dumps(data, default=str).decode() if not isinstance(data, str) else data
+        name = str(args.get("name") or _as_dict(e.raw).get("tool_name") or name)
+    add(EXEC, name, e, command=f"{name} {text}", via="tool")
+    for v in _strings(args):
+        for m in path_mentions(v):
+            add(REF, name, e, path=m, via="tool")
+
+
+def _strings(v: Any, depth: int = 0) -> Iterable[str]:
+    if depth > 6:
+        return
+    if isinstance(v, str):
+        yield v
+    elif isinstance(v, dict):
+        for x in v.values():
+            yield from _strings(x, depth + 1)
+    elif isinstance(v, list):
+        for x in v:
+            yield from _strings(x, depth + 1)
+
+
+def _shell(e: Event, name: str, text: str, res: Resolver, add) -> None:
+    add(EXEC, name, e, command=text, via="shell")
+    cwd = res.cwd
+    named: set[str] = set()
+    for sc in split_commands(text):
+        if sc.cd is not None:
+            if sc.cd not in ("~", "-") and not sc.cd.startswith("$"):
+                cwd = res.absolute(sc.cd, cwd)
+            continue
+        for r in sc.reads:
+            if r and not r.startswith("$"):
+                named.add(r)
+                add(READ, sc.name or name, e, path=r, cwd=cwd, via="shell", command=sc.text)
+        for w in sc.writes:
+            if w.startswith("<"):
+                add(WRITE, sc.name or name, e, command=sc.text, via="shell", detail={"target": w})
+            elif w and not w.startswith("$"):
+                named.add(w)
+                add(WRITE, sc.name or name, e, path=w, cwd=cwd, via="shell", command=sc.text)
+    for m in path_mentions(text):
+        if m not in named:
+            add(REF, name, e, path=m, cwd=cwd, via="shell", command=text[:500])
+
+
+def observations(session: Session) -> list[tuple[Event, str, str | None]]:
+    """Every observation text the agent got, with its sub-session label:
+    ``(event, text, session label)``. User and system messages are not included."""
+    out = []
+    for sess in session.walk():
+        label = None if sess is session else (sess.id or sess.source_path)
+        for e in sess.events:
+            if e.kind == OBSERVATION or (e.kind == "error" and (e.source or "") != "user"):
+                text = e.text
+                if text is None:
+                    raw = _as_dict(e.raw)
+                    text = raw.get("content") if isinstance(raw.get("content"), str) else None
+                if text:
+                    out.append((e, text, label))
+                raw = _as_dict(e.raw)
+                for holder in (_as_dict(raw.get("observation")), _as_dict(raw.get("extras"))):
+                    for k in ("new_content", "content", "output"):
+                        v = holder.get(k)
+                        if isinstance(v, str) and v and v != text:
+                            out.append((e, v, label))
+    return out

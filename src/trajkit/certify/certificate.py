@@ -1,0 +1,226 @@
+"""The certificate: one terminal state for one run, with its reason, the
+engine outcome, the gate, the findings, the evidence and the versions; and
+its projection to an ASF ``outcome`` entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..jsonio import MISSING, dumps, load_file
+from .states import SUCCEEDED, TERMINAL_STATES
+
+SCHEMA = "trajkit.certificate/1"
+
+
+@dataclass(slots=True)
+class Certificate:
+    """A certified run.
+
+    ``state`` is one of the seven terminal states and ``reason`` says why.
+    ``claimed_success`` is the engine's own "done" claim (the FCR counts it),
+    ``false_completion`` the gate's flag (visible green, holdout red).
+    ``engine``, ``gate``, ``anticheat`` and ``diff`` are the inputs to the
+    projection as plain dicts; ``findings`` every finding, most severe first;
+    ``evidence`` the files and events the decision rests on;
+    ``capabilities`` what the record could and could not prove.
+    """
+
+    state: str
+    reason: str
+    run: dict[str, Any]
+    claimed_success: bool = False
+    false_completion: bool = False
+    engine: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None
+    anticheat: dict[str, Any] | None = None
+    diff: dict[str, Any] | None = None
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    criteria_met: dict[str, bool] = field(default_factory=dict)
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    versions: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+
+    def __post_init__(self) -> None:
+        if self.state not in TERMINAL_STATES:
+            raise ValueError(f"not a terminal state: {self.state!r}")
+        if not self.created_at:
+            self.created_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if not self.versions:
+            self.versions = versions()
+
+    @property
+    def succeeded(self) -> bool:
+        return self.state == SUCCEEDED
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "state": self.state,
+            "reason": self.reason,
+            "claimed_success": self.claimed_success,
+            "false_completion": self.false_completion,
+            "run": self.run,
+            "engine": self.engine,
+            "gate": self.gate,
+            "anticheat": self.anticheat,
+            "findings": self.findings,
+            "diff": self.diff,
+            "evidence": self.evidence,
+            "capabilities": self.capabilities,
+            "criteria_met": self.criteria_met,
+            "diagnostics": self.diagnostics,
+            "versions": self.versions,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Certificate":
+        return cls(
+            state=d["state"],
+            reason=d.get("reason", ""),
+            run=d.get("run") or {},
+            claimed_success=bool(d.get("claimed_success")),
+            false_completion=bool(d.get("false_completion")),
+            engine=d.get("engine"),
+            gate=d.get("gate"),
+            anticheat=d.get("anticheat"),
+            diff=d.get("diff"),
+            findings=list(d.get("findings") or []),
+            evidence=list(d.get("evidence") or []),
+            capabilities=dict(d.get("capabilities") or {}),
+            criteria_met=dict(d.get("criteria_met") or {}),
+            diagnostics=list(d.get("diagnostics") or []),
+            versions=dict(d.get("versions") or {}),
+            created_at=d.get("created_at") or "",
+        )
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the certificate as indented JSON (atomically: temp file, then rename)."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + f".tmp{os.getpid()}")
+        tmp.write_bytes(dumps(self.to_dict(), indent=True) + b"\n")
+        os.replace(tmp, p)
+        return p
+
+
+def versions() -> dict[str, Any]:
+    return {"trajkit": __version__, "certificate_schema": SCHEMA, "python": platform.python_version()}
+
+
+def is_certificate(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("state") in TERMINAL_STATES
+
+
+def load_certificate(path: str | os.PathLike) -> Certificate | None:
+    """A certificate read back from JSON, or None when the file is not one."""
+    doc, _ = load_file(path, 256 << 20)
+    if doc is MISSING or not is_certificate(doc):
+        return None
+    return Certificate.from_dict(doc)
+
+
+# ---------------------------------------------------------------- ASF outcome entry
+
+def outcome_payload(cert: Certificate, target: str | None) -> dict[str, Any]:
+    """The body of an ASF ``outcome`` entry for ``cert`` (``formats/asf.md`` §4.5):
+    ``{kind: "eval", target, pass, label, score, details}``. ``target`` is the
+    entry id the outcome judges (the session's leaf)."""
+    return {
+        "kind": "eval",
+        "target": target,
+        "pass": cert.succeeded,
+        "label": cert.state,
+        "score": 1.0 if cert.succeeded else 0.0,
+        "details": {
+            "certifier": "trajkit",
+            "schema": SCHEMA,
+            "reason": cert.reason,
+            "claimed_success": cert.claimed_success,
+            "false_completion": cert.false_completion,
+            "gate_verdict": (cert.gate or {}).get("verdict"),
+            "findings": [{"rule": f.get("rule"), "severity": f.get("severity")} for f in cert.findings],
+            "created_at": cert.created_at,
+        },
+    }
+
+
+def _ts(now: datetime | None = None) -> str:
+    """An ASF timestamp: UTC, ``T`` and ``Z``, fraction only if non-zero, no trailing zeros."""
+    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    base = now.strftime("%Y-%m-%dT%H:%M:%S")
+    if now.microsecond:
+        base += "." + f"{now.microsecond:06d}".rstrip("0")
+    return base + "Z"
+
+
+def _entry_id(entry: dict[str, Any]) -> str:
+    import rfc8785
+
+    content = {k: v for k, v in entry.items() if k not in ("id", "type", "parent", "parents", "ts")}
+    chash = "sha256:" + hashlib.sha256(rfc8785.dumps(content)).hexdigest()
+    env: dict[str, Any] = {"type": entry["type"], "parent": entry.get("parent"), "ts": entry["ts"], "content": chash}
+    if entry.get("parents"):
+        env["parents"] = entry["parents"]
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(env)).hexdigest()
+
+
+def append_outcome(asf_path: str | os.PathLike, cert: Certificate, now: datetime | None = None) -> dict[str, Any]:
+    """Append ``cert`` to an ASF session file as an ``outcome`` entry at its leaf.
+
+    Uses ``trajkit.export.asf``'s append API when it has one; otherwise
+    writes the JSON line itself (content-addressed id per ``formats/asf.md``
+    §3). The leaf is the last entry of the file. Returns the entry written.
+    """
+    try:  # the exporter's API, when it exists
+        from ..export import asf as _asf  # type: ignore
+
+        fn = getattr(_asf, "append_outcome", None)
+        if callable(fn):
+            return fn(asf_path, outcome_payload(cert, None))
+    except ImportError:
+        pass
+    import orjson
+
+    p = Path(asf_path)
+    data = p.read_bytes()
+    lines = [l for l in data.split(b"\n") if l.strip()]
+    if not lines:
+        raise ValueError(f"{p}: empty ASF file (no header)")
+    try:
+        header = orjson.loads(lines[0])
+    except orjson.JSONDecodeError as e:
+        raise ValueError(f"{p}: the header line is not JSON: {e}") from None
+    if not isinstance(header, dict) or header.get("type") != "session":
+        raise ValueError(f"{p}: not an ASF session file (line 1 is not a session header)")
+    leaf = None
+    for i, l in enumerate(reversed(lines[1:])):
+        try:
+            obj = orjson.loads(l)
+        except orjson.JSONDecodeError:
+            if i == 0:
+                raise ValueError(f"{p}: the final line is cut off; appending after it would corrupt the file") from None
+            continue
+        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
+            leaf = obj["id"]
+            break
+    entry: dict[str, Any] = {"type": "outcome", "parent": leaf, "ts": _ts(now)}
+    entry.update(outcome_payload(cert, leaf))
+    entry["id"] = _entry_id(entry)
+    ordered = {"type": entry["type"], "id": entry["id"], "parent": entry["parent"], "ts": entry["ts"],
+               **{k: v for k, v in entry.items() if k not in ("type", "id", "parent", "ts")}}
+    with open(p, "ab") as f:
+        if not data.endswith(b"\n"):
+            f.write(b"\n")
+        f.write(orjson.dumps(ordered) + b"\n")
+    return ordered
