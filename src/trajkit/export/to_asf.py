@@ -361,6 +361,7 @@ def _convert(
 
     call_map: dict[str, str] = {}  # native call id -> written call id
     calls_of_event: dict[Any, list[str]] = {}  # native action event id -> written call ids
+    native_calls_of_event: dict[Any, list[tuple[Any, str]]] = {}
     used_calls: set[str] = set()
     entry_of_event: dict[Any, list[str]] = {}
     links_pending: dict[str, list[Session]] = {}  # written call id -> child sessions
@@ -512,14 +513,17 @@ def _convert(
                 add("item", body)
                 written.append(wid)
             calls_of_event[e.id] = written
+            native_calls_of_event[e.id] = [(c.call_id, w) for c, w in zip(calls, written)]
             for child in child_for_event.get(e.id, []):
                 links_pending.setdefault(written[0], []).append(child)
         elif k == OBSERVATION:
             wid = None
-            if e.call_id is not None and e.call_id in call_map:
+            if e.cause is not None and calls_of_event.get(e.cause):
+                # The action it answers decides, so re-used native call ids stay apart.
+                pairs = native_calls_of_event.get(e.cause, [])
+                wid = next((w for n, w in pairs if n is not None and n == e.call_id), calls_of_event[e.cause][0])
+            elif e.call_id is not None and e.call_id in call_map:
                 wid = call_map[e.call_id]
-            elif e.cause is not None and calls_of_event.get(e.cause):
-                wid = calls_of_event[e.cause][0]
             if wid is None and e.call_id is None and e.cause is not None and e.cause in entry_of_event and not calls_of_event.get(e.cause):
                 # The answer to an event that is no function_call (a state change,
                 # a person's own command): kept beside it, out of context.
@@ -620,4 +624,10 @@ def _compaction(e: Event, b: _Builder, entry_of_event: dict[Any, list[str]], eve
     body["config"] = cfg
     if forgotten_set:
         body["trajkit:forgotten_event_ids"] = sorted(forgotten_set, key=str)
+    # The summary was itself a model call (a condenser's request).
+    usage = _usage_to_openresponses(e.usage)
+    if usage is not None:
+        body["usage"] = usage
+    if e.response_id:
+        body["trajkit:response_id"] = e.response_id
     return body

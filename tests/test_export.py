@@ -1,0 +1,320 @@
+"""Export of real runs (OpenHands V0 trials, SDK V1 conversations) to ASF and
+ATIF, through the normalized session, with the loss report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from pathlib import Path
+
+import atif as atif_pkg
+import pytest
+
+from trajkit.export import asf, atif, to_asf
+from trajkit.export.convert import convert
+from trajkit.registry import detect, read
+
+from conftest import CORPUS, REPO, run_cli
+
+FIXTURES = REPO / "tests" / "fixtures" / "export"
+V1 = CORPUS / "openhands_v1"
+CONDENSATION = V1 / "generated" / "localconv_condensation" / "0123456789abcdef0123456789abcdef"
+SUBAGENT = V1 / "generated" / "localconv_subagent_confirm" / "fedcba9876543210fedcba9876543210"
+V0_TRIAL = CORPUS / "openhands_v0" / "reconstructed_trials" / "game-2048-session.1-of-1.all-views"
+V0_FLAT = CORPUS / "openhands_v0" / "flat_exports" / "basic.json"
+
+
+def corpus_sources() -> list[Path]:
+    """Every OpenHands V0 and V1 run in the shared corpus."""
+    v0 = CORPUS / "openhands_v0"
+    out = sorted((v0 / "flat_exports").glob("*.json"))
+    out += sorted(p for p in (v0 / "reconstructed_trials").iterdir() if p.is_dir())
+    out += sorted(p for p in (V1 / "generated").glob("*/*") if p.is_dir())
+    out += sorted(p for p in (V1 / "sdk_pr_artifacts").glob("*/*") if p.is_dir())
+    out += sorted(p for p in (V1 / "certifier_fixtures" / "conversations").iterdir() if p.is_dir())
+    return out
+
+
+SOURCES = corpus_sources() if CORPUS.is_dir() else []
+
+
+def _id(p: Path) -> str:
+    return str(p.relative_to(CORPUS))
+
+
+def test_the_corpus_sources_are_all_v0_or_v1(corpus):
+    assert len(SOURCES) >= 19
+    for p in SOURCES:
+        assert detect(p).format.name in ("openhands-v0", "openhands-sdk"), p
+
+
+@pytest.mark.parametrize("src", SOURCES, ids=_id)
+@pytest.mark.parametrize("target", ["asf", "atif"])
+def test_whole_corpus_converts_with_complete_accounting(corpus, tmp_path, src, target):
+    session = read(src)
+    res = convert(session, target, tmp_path)
+    assert res.ok, res.problems
+    rep = res.report
+    assert rep["unaccounted"] == []
+    # Every native event of every session in the tree is in the report, placed.
+    all_events = [(s.id, repr(e.id)) for s in session.walk() for e in s.events]
+    in_report = [(r["session"], repr(r["event_id"])) for r in rep["events"]]
+    assert sorted(all_events) == sorted(in_report)
+    assert rep["summary"]["events_dropped"] == 0
+    assert all(r["code"] in ("export.entry", "export.step", "export.step-extra") for r in rep["events"])
+    # Every native file a reader looked at is in the report with a code.
+    files = [(s.id, f.path) for s in session.walk() for f in s.files]
+    assert sorted(files) == sorted((r["session"], r["path"]) for r in rep["files"])
+    assert all(r["code"].startswith("export.file-") and r["why"] for r in rep["files"])
+    if target == "asf":
+        for p in res.outputs:
+            f = asf.read_asf(p)
+            assert [d for d in asf.verify(f) if d.severity == "error"] == []
+            assert asf.write_asf(f) == p.read_bytes()
+            assert f.header["format"] == "agentsession/0.11"
+            assert f.header["payload"] == "openresponses/2026-04-24"
+            assert f.header["records"] == []
+            assert f.entries[0].type == "config"
+        # Every entry an event went to exists in the written files.
+        written = {e.id for p in res.outputs for e in asf.read_asf(p).entries}
+        assert {x for r in rep["events"] for x in r["entries"]} <= written
+    else:
+        for p in res.outputs:
+            doc = json.loads(p.read_text())
+            atif_pkg.Trajectory.model_validate(doc)  # Harbor's schema, via PyPI atif
+            assert doc["schema_version"] == "ATIF-v1.8"
+            assert [s["step_id"] for s in doc["steps"]] == list(range(1, len(doc["steps"]) + 1))
+
+
+def _steps_by_call(doc):
+    return {tc["tool_call_id"]: st for st in doc["steps"] for tc in st.get("tool_calls") or []}
+
+
+def test_parallel_calls_all_kept_with_their_observations(corpus, tmp_path):
+    session = read(CONDENSATION)
+    export = to_asf.session_to_asf(session)
+    doc = atif.project_session(export.root)[0][1]
+    batch = [st for st in doc["steps"] if st["source"] == "agent" and len(st.get("tool_calls") or []) == 2]
+    assert len(batch) == 1
+    st = batch[0]
+    ids = [tc["tool_call_id"] for tc in st["tool_calls"]]
+    assert ids == ["call_2_0", "call_2_1"]
+    assert [r["source_call_id"] for r in st["observation"]["results"]] == ids
+    assert st["message"] == "Now view it and record a plan."
+    assert st["metrics"]["prompt_tokens"] > 0
+    # One response entry for the two actions of the model call.
+    resp = [e for e in export.root.entries if e.type == "response" and e.raw.get("response_id") == "chatcmpl-stub-0002"]
+    assert len(resp) == 1
+
+
+def test_condensation_is_a_compaction_and_a_copied_context_step(corpus):
+    session = read(CONDENSATION)
+    export = to_asf.session_to_asf(session)
+    f = export.root
+    comp = [e for e in f.entries if e.type == "compaction"]
+    assert len(comp) == 1
+    c = comp[0].raw
+    assert c["summary"]["content"][0]["text"].startswith("SUMMARY:")
+    assert len(c["trajkit:forgotten_event_ids"]) == 8
+    assert c["config"]["model"] and c["config"]["tools"]
+    assert c["usage"]["input_tokens"] > 0 and c["trajkit:response_id"] == "chatcmpl-stub-0005"
+    doc = atif.project_session(f)[0][1]
+    copied = [st for st in doc["steps"] if st.get("is_copied_context")]
+    assert len(copied) == 1
+    assert copied[0]["source"] == "system"
+    assert copied[0]["extra"]["context_management"] == {"type": "compaction", "boundary": "replace"}
+    assert copied[0]["message"] == copied[0]["observation"]["results"][0]["content"]
+
+
+def test_v1_request_hashes_verify_and_match_what_the_sdk_sent(corpus):
+    """The ASF request rebuilt at each response holds exactly the tool calls and
+    outputs the SDK sent (rebuild_context), condensation included."""
+    from trajkit.formats.openhands_sdk import rebuild_context
+
+    for src in (CONDENSATION, SUBAGENT):
+        session = read(src)
+        f = to_asf.session_to_asf(session).root
+        sent = {c["llm_response_id"]: c["messages"] for c in rebuild_context(session)}
+        responses = [e for e in f.entries if e.type == "response"]
+        assert responses and all("request_hash" in e.raw for e in responses)
+        assert [d for d in asf.verify(f) if d.severity == "error"] == []
+        for e in responses:
+            req = asf.request_context(f, e).request()
+            assert asf.request_hash(req) == e.raw["request_hash"]
+            msgs = sent[e.raw["response_id"]]
+            calls = [i["call_id"] for i in req["input"] if i["type"] == "function_call"]
+            outs = [i["call_id"] for i in req["input"] if i["type"] == "function_call_output"]
+            assert calls == [tc["id"] for m in msgs if m["role"] == "assistant" for tc in m.get("tool_calls") or []]
+            assert outs == [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
+            system = msgs[0]["content"]
+            system = system[0]["text"] if isinstance(system, list) else system
+            assert req["instructions"] == system
+            assert len(req["tools"]) in (5, 6)
+
+
+def test_v0_has_no_request_hash(corpus):
+    f = to_asf.session_to_asf(read(V0_TRIAL)).root
+    responses = [e for e in f.entries if e.type == "response"]
+    assert responses and not any("request_hash" in e.raw for e in responses)
+
+
+def test_subagent_session_linked_and_embedded(corpus, tmp_path):
+    session = read(SUBAGENT)
+    assert len(session.children) == 1
+    export = to_asf.session_to_asf(session)
+    parent, child = export.files
+    links = [e for e in parent.entries if e.type == "link"]
+    assert len(links) == 1 and links[0].raw["rel"] == "subsession"
+    call_id = links[0].raw["call_id"]
+    nil = uuid.UUID(int=0)
+    assert child.header["id"] == str(uuid.uuid5(nil, f"{parent.header['id']}/{call_id}"))
+    assert links[0].raw["session"] == child.header["id"]
+    assert child.header["parent_session"] == parent.header["id"] and child.header["spawned_by"] == call_id
+    res = convert(session, "atif", tmp_path)
+    assert res.ok, res.problems
+    doc = json.loads(res.outputs[0].read_text())
+    sub = doc["subagent_trajectories"]
+    assert len(sub) == 1 and sub[0]["session_id"] == child.header["id"]
+    refs = [r for st in doc["steps"] for r in (st.get("observation") or {}).get("results", []) if r.get("subagent_trajectory_ref")]
+    assert len(refs) == 1 and refs[0]["source_call_id"] == call_id
+    assert refs[0]["subagent_trajectory_ref"][0]["trajectory_id"] == sub[0]["trajectory_id"]
+    # Sub-agent events are in the report with the steps of the embedded document.
+    child_events = [r for r in res.report["events"] if r["session"] == session.children[0].id]
+    assert child_events and all(w["trajectory"] == sub[0]["trajectory_id"] for r in child_events for w in r["steps"])
+
+
+def test_raw_native_events_ride_along_unless_no_passthrough(corpus, tmp_path):
+    session = read(V0_FLAT)
+    res = convert(session, "atif", tmp_path / "a")
+    doc = json.loads(res.outputs[0].read_text())
+    natives = [n for st in doc["steps"] for n in st["extra"].get("trajkit:native", [])]
+    natives += [r["extra"]["trajkit:native"] for st in doc["steps"] for r in (st.get("observation") or {}).get("results", [])
+                if "trajkit:native" in r.get("extra", {})]
+    assert sorted(n["id"] for n in natives) == sorted(e.id for e in session.events)
+    res2 = convert(session, "atif", tmp_path / "b", passthrough=False)
+    text = res2.outputs[0].read_text()
+    assert "trajkit:native" not in text
+    assert all(r["raw_not_kept"]["code"] == "export.raw-not-kept" for r in res2.report["events"])
+    atif_pkg.Trajectory.model_validate(json.loads(text))
+
+
+def _mutate_json(path: Path, fn) -> None:
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data, indent=2))
+
+
+@pytest.mark.parametrize("target", ["asf", "atif"])
+def test_mutation_v0_unknown_member_and_event_surface(corpus, tmp_path, target):
+    src = tmp_path / "basic.json"
+    shutil.copy(V0_FLAT, src)
+
+    def mutate(events):
+        events[1]["zz_mutant_member"] = {"secret_sauce": 42}
+        events.append({"id": 99, "timestamp": "2025-01-27T23:00:00", "source": "agent", "zz_mutant_event": "new kind"})
+
+    _mutate_json(src, mutate)
+    session = read(src)
+    res = convert(session, target, tmp_path / "out", report_path=tmp_path / "r.json")
+    assert res.ok, res.problems
+    out_text = "".join(p.read_text() for p in res.outputs)
+    assert "zz_mutant_member" in out_text and "secret_sauce" in out_text
+    assert "zz_mutant_event" in out_text
+    rep = json.loads((tmp_path / "r.json").read_text())
+    ev = [r for r in rep["events"] if r["event_id"] == 99]
+    assert len(ev) == 1 and ev[0]["code"] in ("export.entry", "export.step", "export.step-extra")
+    # Without passthrough the unknown member is not in the output, so the report names it.
+    res2 = convert(session, target, tmp_path / "out2", passthrough=False)
+    assert "zz_mutant_member" not in "".join(p.read_text() for p in res2.outputs)
+    rec = [r for r in res2.report["events"] if r["event_id"] == session.events[1].id][0]
+    assert "zz_mutant_member" in rec["raw_not_kept"]["members"]
+    assert "zz_mutant_member.secret_sauce" in rec["raw_not_kept"]["members"]
+
+
+def test_mutation_v1_unknown_member_and_event_surface(corpus, tmp_path):
+    src = tmp_path / "conv"
+    shutil.copytree(SUBAGENT, src)
+    events = sorted((src / "events").glob("event-*.json"))
+    _mutate_json(events[2], lambda d: d.__setitem__("zz_mutant_member", [1, 2, 3]))
+    last = json.loads(events[-1].read_text())
+    new = {"kind": "ZzFutureEvent", "id": "abcdef01-0000-4000-8000-000000000000", "timestamp": last["timestamp"],
+           "source": "environment", "parent_id": last["id"], "payload": {"zz_mutant_event": True}}
+    idx = len(events)
+    (src / "events" / f"event-{idx:05d}-{new['id']}.json").write_text(json.dumps(new))
+    session = read(src)
+    res = convert(session, "asf", tmp_path / "out")
+    assert res.ok, res.problems
+    text = res.outputs[0].read_text()
+    assert "zz_mutant_member" in text and "zz_mutant_event" in text
+    rec = [r for r in res.report["events"] if r["event_id"] == new["id"]]
+    assert len(rec) == 1 and rec[0]["entries"]
+    entry = asf.read_asf(res.outputs[0]).by_id[rec[0]["entries"][0]]
+    assert entry.raw["trajkit:native"]["raw"]["payload"] == {"zz_mutant_event": True}
+    # A file the reader cannot use surfaces in the report with why.
+    (src / "events" / "event-00099-not-a-uuid.json").write_text(json.dumps(new))
+    res2 = convert(read(src), "asf", tmp_path / "out2")
+    skipped = [r for r in res2.report["files"] if r["path"].endswith("event-00099-not-a-uuid.json")]
+    assert len(skipped) == 1 and skipped[0]["code"] == "export.file-skipped"
+
+
+def test_edge_cases_fixture(corpus, tmp_path):
+    """Re-used and invalid call ids, a missing timestamp, an orphan answer, a
+    lone surrogate, a huge integer, an unknown event: written, verified, reported."""
+    session = read(FIXTURES / "v0_edge_cases.json")
+    res = convert(session, "asf", tmp_path / "asf")
+    assert res.ok, res.problems
+    f = asf.read_asf(res.outputs[0])
+    calls = [e.raw for e in f.entries if e.type == "item" and e.raw["item"]["type"] == "function_call"]
+    assert [c["item"]["call_id"] for c in calls] == ["call_trajkit_1", "call_trajkit_2"]
+    assert all(c["trajkit:native_call_id"] == "dup call/1" for c in calls)
+    outs = [e.raw for e in f.entries if e.type == "item" and e.raw["item"]["type"] == "function_call_output"]
+    assert [o["item"]["call_id"] for o in outs][:2] == ["call_trajkit_1", "call_trajkit_2"]
+    assert [o["item"]["output"] for o in outs][:2] == ["a.txt", "hello"]
+    assert outs[2].get("trajkit:orphan") is True
+    user = [e.raw for e in f.entries if e.type == "item" and e.raw["item"].get("role") == "user"][0]
+    assert user["item"]["content"][0]["text"] == "Fix it \ufffd please"
+    ats = {r["at"] for r in user["normalised"]}
+    assert "/item/content/0/text" in ats and "/trajkit:native/raw/acme_big" in ats
+    for e in f.entries:
+        assert asf.normalize_ts(e.raw["ts"]) == e.raw["ts"]
+    res2 = convert(session, "atif", tmp_path / "atif")
+    assert res2.ok, res2.problems
+    doc = json.loads(res2.outputs[0].read_text())
+    orphan = [st for st in doc["steps"] if "orphan_call_id" in st["extra"]]
+    assert len(orphan) == 1 and orphan[0]["source"] == "system"
+
+
+def test_redaction(corpus, tmp_path):
+    session = read(SUBAGENT)
+    res = convert(session, "asf", tmp_path, secrets=["hello.txt"], redact_home=True)
+    assert res.ok, res.problems
+    text = "".join(p.read_text() for p in res.outputs)
+    assert "hello.txt" not in text and "/home/agent" not in text
+    assert "[REDACTED]" in text
+    assert res.report["redactions"] > 0
+    for p in res.outputs:
+        f = asf.read_asf(p)
+        assert f.header["redacted"] is True
+        assert [d for d in asf.verify(f) if d.severity == "error"] == []
+
+
+def test_convert_cli(corpus, tmp_path):
+    out = tmp_path / "out"
+    proc = run_cli("convert", SUBAGENT, "--to", "asf", "--out", out, "--report", tmp_path / "rep.json", "--json")
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout)
+    assert summary["ok"] and len(summary["outputs"]) == 2 and summary["unaccounted"] == []
+    assert json.loads((tmp_path / "rep.json").read_text())["summary"]["events"] == 22
+    for p in summary["outputs"]:
+        v = run_cli("verify", p)
+        assert v.returncode == 0, v.stdout
+    proc = run_cli("convert", V0_TRIAL, "--to", "atif", "--out", tmp_path / "atif")
+    assert proc.returncode == 0, proc.stderr
+    assert "18 events in 40 files" in proc.stderr
+    bad = run_cli("convert", tmp_path / "missing", "--to", "asf", "--out", out)
+    assert bad.returncode == 2
+    nothing = tmp_path / "empty"
+    nothing.mkdir()
+    proc = run_cli("convert", nothing, "--to", "asf", "--out", out)
+    assert proc.returncode == 2 and "trajkit:" in proc.stderr
