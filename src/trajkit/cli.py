@@ -29,6 +29,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "proxy": "trajkit.commands.rl:proxy_cmd",
     "ls": "trajkit.commands.sdk:ls_cmd",
     "context": "trajkit.commands.sdk:context_cmd",
+    "certify": "trajkit.commands.certify:certify_cmd",
+    "fcr": "trajkit.commands.certify:fcr_cmd",
 }
 
 EXIT_OK = 0
