@@ -209,6 +209,8 @@ def workspace_roots(session: Session, workspace: str | None = None, agent_worksp
             if wd:
                 roots.append(wd)
                 break
+    if "v0" in (session.format or "") and "/workspace" not in roots:
+        roots.append("/workspace")  # OpenHands V0's sandbox workspace when the record names none
     if workspace:
         import os
 

@@ -1,0 +1,148 @@
+"""The real diff: git in temp repositories (untracked, renames, deletions,
+ignored gate files, history rewrites) and the diff rebuilt from editor events."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from certify_shapes import WS, git, git_repo, junit, v0_flat, v1_run
+from trajkit.certify import CertifyOptions, certify
+from trajkit.certify.diff import git_diff, parse_unified
+
+BASE = {"src/calc.py": "def add(a, b):\n    return a + b\n", "tests/test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n", "README.md": "calc\n"}
+
+
+def test_git_diff_sees_untracked_renames_deletions(tmp_path):
+    ws = tmp_path / "ws"
+    base = git_repo(ws, BASE)
+    (ws / "src" / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+    (ws / "src" / "new_module.py").write_text("X = 1\n")  # untracked
+    (ws / "README.md").unlink()  # deletion
+    (ws / "docs").mkdir()
+    (ws / "tests" / "test_calc.py").rename(ws / "docs" / "calc_example.py")  # rename (untracked target)
+    index_before = (ws / ".git" / "index").read_bytes()
+    objects_before = sorted(p.name for p in (ws / ".git" / "objects").rglob("*"))
+    d = git_diff(str(ws), base)
+    assert d.trustworthy, d.reason
+    by = {f.path: f for f in d.files}
+    assert by["src/calc.py"].status == "modified" and [l.text for l in by["src/calc.py"].added] == ["    return b + a"]
+    assert by["src/new_module.py"].status == "added"
+    assert by["README.md"].status == "deleted"
+    assert by["docs/calc_example.py"].status == "renamed" and by["docs/calc_example.py"].old_path == "tests/test_calc.py"
+    # the workspace's index and object store are untouched
+    assert (ws / ".git" / "index").read_bytes() == index_before
+    assert sorted(p.name for p in (ws / ".git" / "objects").rglob("*")) == objects_before
+
+
+def test_git_diff_against_base_sees_commits_the_agent_made(tmp_path):
+    ws = tmp_path / "ws"
+    base = git_repo(ws, BASE)
+    (ws / "conftest.py").write_text("import pytest\n")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "agent commit")
+    assert git_diff(str(ws), None).files == []  # HEAD moved with the agent
+    d = git_diff(str(ws), base)
+    assert [f.path for f in d.files] == ["conftest.py"]
+
+
+def test_git_ignored_gate_file_is_still_seen(tmp_path):
+    ws = tmp_path / "ws"
+    base = git_repo(ws, {**BASE, ".gitignore": "conftest.py\n"})
+    (ws / "conftest.py").write_text("def pytest_collection_modifyitems(items):\n    items.clear()\n")
+    d = git_diff(str(ws), base, force_include=["**/conftest.py"])
+    assert [f.path for f in d.files] == ["conftest.py"] and d.notes
+
+
+def test_bad_base_is_untrustworthy(tmp_path):
+    ws = tmp_path / "ws"
+    git_repo(ws, BASE)
+    d = git_diff(str(ws), "0123456789abcdef0123456789abcdef01234567")
+    assert not d.trustworthy and "does not resolve" in d.reason
+
+
+def test_repository_without_commits_diffs_against_the_empty_tree(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    (ws / "a.py").write_text("x = 1\n")
+    d = git_diff(str(ws))
+    assert d.trustworthy and [f.path for f in d.files] == ["a.py"]
+
+
+def test_workspace_below_the_repository_root(tmp_path):
+    repo = tmp_path / "repo"
+    base = git_repo(repo, {"pkg/a.py": "x = 1\n", "other/b.py": "y = 2\n"})
+    (repo / "pkg" / "a.py").write_text("x = 2\n")
+    (repo / "other" / "b.py").write_text("y = 3\n")
+    d = git_diff(str(repo / "pkg"), base)
+    assert [f.path for f in d.files] == ["a.py"]
+
+
+def test_parse_unified_is_driven_by_hunk_counts():
+    text = (
+        "--- a/q.sql\n+++ b/q.sql\n@@ -1,3 +1,3 @@\n select 1;\n--- a comment that looks like a header\n+-- replaced\n end;\n"
+        "--- a/b.txt\n+++ b/b.txt\n@@ -1 +1 @@\n-old\n+new\n"
+    )
+    files = parse_unified(text, "patch")
+    assert [f.path for f in files] == ["q.sql", "b.txt"]
+    assert [l.text for l in files[0].removed] == ["-- a comment that looks like a header"]
+    assert [(l.text, l.new_no) for l in files[1].added] == [("new", 1)]
+
+
+def test_without_base_a_history_rewrite_makes_the_diff_untrustworthy(tmp_path, corpus):
+    ws = tmp_path / "ws"
+    git_repo(ws, BASE)
+    run = v1_run(tmp_path / "conv", [{"terminal": "git add -A && git commit -m wip", "output": "[main 1a2b3c4] wip"}])
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    cert = certify(run, CertifyOptions(workspace=str(ws), visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.state == "FailedUnverifiable" and "changed git history" in cert.reason
+    base = git(ws, "rev-parse", "HEAD").strip()
+    cert = certify(run, CertifyOptions(workspace=str(ws), base=base, visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.state == "Succeeded", cert.reason
+
+
+def test_rebuilt_from_editor_events_v0(tmp_path, corpus):
+    """basic.json: one str_replace_editor create, no shell writes: a trustworthy rebuilt diff."""
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    cert = certify(corpus / "openhands_v0" / "flat_exports" / "basic.json", CertifyOptions(visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.diff["source"] == "events" and cert.diff["trustworthy"]
+    assert [(f["path"], f["status"]) for f in cert.diff["files"]] == [("game_2048.py", "added")]
+    assert cert.state == "Succeeded", cert.reason
+
+
+def test_rebuilt_from_editor_events_v1_with_shell_write_is_untrustworthy(tmp_path):
+    run = v1_run(tmp_path / "conv", [
+        {"editor": "create", "path": f"{WS}/src/app.py", "file_text": "print('hi')\n"},
+        {"editor": "str_replace", "path": f"{WS}/src/app.py", "old": "print('hi')\n", "new": "print('hello')\n", "old_str": "hi", "new_str": "hello"},
+    ])
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    cert = certify(run, CertifyOptions(visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.diff["trustworthy"] and [(f["path"], f["status"]) for f in cert.diff["files"]] == [("src/app.py", "added")]
+    assert cert.state == "Succeeded", cert.reason
+    run2 = v1_run(tmp_path / "conv2", [{"terminal": "sed -i 's/hi/hello/' src/app.py", "output": ""}])
+    cert = certify(run2, CertifyOptions(visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.state == "FailedUnverifiable" and "cannot be reconstructed" in cert.reason
+    assert cert.diff["unreconstructable"][0]["path"] == "src/app.py"
+
+
+def test_base_without_git_is_untrustworthy(tmp_path):
+    run = v0_flat(tmp_path / "run.json", [("ls", "")])
+    ws = tmp_path / "plain"
+    ws.mkdir()
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    cert = certify(run, CertifyOptions(workspace=str(ws), base="HEAD~1", visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.state == "FailedUnverifiable" and "not a git work tree" in cert.reason
+
+
+def test_git_filters_in_the_workspace_are_not_run(tmp_path):
+    """An agent-planted clean filter must not execute when the certifier stages the tree."""
+    ws = tmp_path / "ws"
+    base = git_repo(ws, BASE)
+    marker = tmp_path / "pwned"
+    git(ws, "config", "filter.evil.clean", f"touch {marker}; cat")
+    (ws / ".gitattributes").write_text("*.py filter=evil\n")
+    (ws / "src" / "calc.py").write_text("def add(a, b):\n    return a + b + 0\n")
+    d = git_diff(str(ws), base)
+    assert d.trustworthy and not marker.exists()
+    assert subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True).returncode == 0
