@@ -54,7 +54,11 @@ from .views import (
     StateView,
     SystemPromptView,
     UserRejectView,
+    KNOWN_KINDS,
+    LEGACY_KIND_ALIASES as _ALIASES,
+    _VIEW_BY_KIND,
     content_text,
+    reasoning_of,
     view,
 )
 
@@ -110,107 +114,222 @@ def _zone(name: str | None, session: Session) -> Any:
 def normalize_event(v: EventView, path: str, tz: Any = None) -> Event:
     """The normalized :class:`Event` for one typed view (answer links are
     filled later, when the whole log is known)."""
-    raw = v.raw
-    kind_name = v.kind or ""
+    return normalize_raw(v.raw, path, tz)
+
+
+def _texts(content: Any, sep: str) -> str:
+    if type(content) is list:
+        return sep.join([c["text"] for c in content if type(c) is dict and type(c.get("text")) is str and c.get("type", "text") == "text"])
+    if type(content) is str:
+        return content
+    return ""
+
+
+def _reasoning(raw: dict) -> str | None:
+    rc = raw.get("reasoning_content")
+    if type(rc) is str and rc.strip():
+        return rc
+    if raw.get("thinking_blocks") or raw.get("responses_reasoning_item"):
+        return reasoning_of(raw)
+    return None
+
+
+#: Members each known kind must have, and their JSON type (views.REQUIRED, flattened).
+_REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
+    k: tuple((name, typ) for name, typ in cls.REQUIRED.items())  # type: ignore[misc]
+    for k, cls in _VIEW_BY_KIND.items()
+    if cls.REQUIRED
+}
+
+
+def misfit_members(raw: dict, kind: Any) -> list[str]:
+    """Members the kind requires that are missing or of the wrong JSON type."""
+    req = _REQUIRED.get(kind)
+    if not req:
+        return []
+    return [name for name, typ in req if type(raw.get(name)) is not typ]
+
+
+def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
+    """The normalized :class:`Event` for one decoded event object.
+
+    Reads the members straight from the dict (the typed views in
+    :mod:`.views` give the same facts one member at a time); never writes
+    into ``raw``.
+    """
+    g = raw.get
+    kind = g("kind")
+    if type(kind) is not str:
+        kind = None
+    eid = g("id")
+    if type(eid) is not str:
+        eid = str(eid) if type(eid) is int else None
+    ts = g("timestamp")
+    if type(ts) is not str:
+        ts = None
+    elif tz is not None:
+        ts = _localize(ts, tz)
+    src = g("source")
+    pid = g("parent_id")
+    extra: dict[str, Any] = {}
     ev = Event(
-        id=v.id,
-        kind=_KIND_MAP.get(kind_name, OTHER),
-        type=kind_name or "?",
-        raw=raw,
-        source=v.source,
-        timestamp=_localize(v.timestamp, tz),
-        parent_id=v.parent_id,
-        ref=Ref(path=path, event_id=v.id),
+        eid,
+        _KIND_MAP.get(kind, OTHER),  # type: ignore[arg-type]
+        kind or "?",
+        raw,
+        src if type(src) is str else None,
+        None,
+        ts,
+        None,
+        [],
+        None,
+        None,
+        None,
+        None,
+        None,
+        pid if type(pid) is str else None,
+        Ref(path, eid),
+        extra,
     )
-    if isinstance(v, ActionView):
+    if kind == "ActionEvent":
         ev.role = "assistant"
-        ev.text = v.thought_text
-        args, decoded = v.arguments()
-        ev.tool_calls = [ToolCall(v.call_name or "?", args, v.tool_call_id)]
-        ev.call_id = v.tool_call_id
-        ev.response_id = v.llm_response_id
-        ev.reasoning = v.reasoning
-        x = ev.extra
-        x["tool_name"] = v.tool_name
-        x["action_kind"] = v.action_kind
-        x["executable"] = v.action is not None
+        ev.text = _texts(g("thought"), "\n")
+        tc = g("tool_call")
+        tool_name = g("tool_name")
+        call_id = g("tool_call_id")
+        if type(call_id) is not str:
+            call_id = None
+        name = None
+        args: Any = None
+        decoded = True
+        if type(tc) is dict:
+            name = tc.get("name")
+            a = tc.get("arguments")
+            if type(a) is str:
+                try:
+                    args = orjson.loads(a)
+                except orjson.JSONDecodeError:
+                    args, decoded = a, False
+            else:
+                args = a
+        act = g("action")
+        if type(act) is dict:
+            ak = act.get("kind")
+            if tc is None:
+                args = {k: v for k, v in act.items() if k != "kind"}
+            extra["tool_name"] = tool_name
+            extra["action_kind"] = _ALIASES.get(ak, ak) if type(ak) is str else None
+            extra["executable"] = True
+        else:
+            extra["tool_name"] = tool_name
+            extra["action_kind"] = None
+            extra["executable"] = False
+        if type(name) is not str:
+            name = tool_name if type(tool_name) is str else "?"
+        ev.tool_calls.append(ToolCall(name, args, call_id))
+        ev.call_id = call_id
+        rid = g("llm_response_id")
+        ev.response_id = rid if type(rid) is str else None
+        ev.reasoning = _reasoning(raw)
         if not decoded:
-            x["arguments_not_json"] = True
-        if v.security_risk is not None:
-            x["security_risk"] = v.security_risk
-        if v.summary is not None:
-            x["summary"] = v.summary
-    elif isinstance(v, ObservationView):
+            extra["arguments_not_json"] = True
+        risk = g("security_risk")
+        if type(risk) is str:
+            extra["security_risk"] = risk
+        summ = g("summary")
+        if type(summ) is str:
+            extra["summary"] = summ
+    elif kind == "ObservationEvent":
+        obs = g("observation")
+        if type(obs) is not dict:
+            obs = {}
+        ev.role = "tool"
+        ev.text = _texts(obs.get("content"), "")
+        cid = g("tool_call_id")
+        ev.call_id = cid if type(cid) is str else None
+        aid = g("action_id")
+        ev.cause = aid if type(aid) is str else None
+        ok = obs.get("kind")
+        extra["tool_name"] = g("tool_name")
+        extra["observation_kind"] = _ALIASES.get(ok, ok) if type(ok) is str else None
+        if obs.get("is_error") is True:
+            extra["is_error"] = True
+    elif kind == "MessageEvent":
+        lm = g("llm_message")
+        if type(lm) is not dict:
+            lm = {}
+        role = lm.get("role")
+        ev.role = role if type(role) is str else _ROLE_OF_SOURCE.get(ev.source or "")
+        ev.text = _texts(lm.get("content"), "\n")
+        rid = g("llm_response_id")
+        ev.response_id = rid if type(rid) is str else None
+        ev.reasoning = _reasoning(lm)
+        ext = g("extended_content")
+        if ext:
+            extra["extended_text"] = _texts(ext, "\n")
+        sender = g("sender")
+        if type(sender) is str:
+            extra["sender"] = sender
+    elif kind == "UserRejectObservation":
+        v = UserRejectView(raw)
         ev.role = "tool"
         ev.text = v.text
         ev.call_id = v.tool_call_id
         ev.cause = v.action_id
-        ev.extra["tool_name"] = v.tool_name
-        ev.extra["observation_kind"] = v.observation_kind
-        if v.is_error:
-            ev.extra["is_error"] = True
-    elif isinstance(v, UserRejectView):
-        ev.role = "tool"
-        ev.text = v.text
-        ev.call_id = v.tool_call_id
-        ev.cause = v.action_id
-        ev.extra["tool_name"] = v.tool_name
-        ev.extra["rejected"] = True
+        extra["tool_name"] = v.tool_name
+        extra["rejected"] = True
         if v.rejection_source:
-            ev.extra["rejection_source"] = v.rejection_source
-    elif isinstance(v, AgentErrorView):
+            extra["rejection_source"] = v.rejection_source
+    elif kind == "AgentErrorEvent":
+        v = AgentErrorView(raw)
         ev.role = "tool"
         ev.text = v.error
         ev.call_id = v.tool_call_id
-        ev.extra["tool_name"] = v.tool_name
-        ev.extra["is_error"] = True
+        extra["tool_name"] = v.tool_name
+        extra["is_error"] = True
         if v.classification is not None:
-            ev.extra["classification"] = v.classification
-    elif isinstance(v, MessageView):
-        ev.role = v.role or _ROLE_OF_SOURCE.get(v.source or "")
-        ev.text = v.text
-        ev.response_id = v.llm_response_id
-        ev.reasoning = v.reasoning
-        if v.extended_content:
-            ev.extra["extended_text"] = content_text(v.extended_content)
-        if v.sender:
-            ev.extra["sender"] = v.sender
-    elif isinstance(v, SystemPromptView):
+            extra["classification"] = v.classification
+    elif kind == "SystemPromptEvent":
+        v = SystemPromptView(raw)
         ev.role = "system"
         ev.text = v.text
         dc = v.dynamic_context
         if dc is not None and isinstance(dc.get("text"), str):
-            ev.extra["dynamic_context"] = dc["text"]
-        ev.extra["tool_names"] = [t.get("title") or t.get("name") for t in v.tools if isinstance(t, dict)]
-    elif isinstance(v, CondensationView):
+            extra["dynamic_context"] = dc["text"]
+        extra["tool_names"] = [t.get("title") or t.get("name") for t in v.tools if isinstance(t, dict)]
+    elif kind == "Condensation":
+        v = CondensationView(raw)
         ev.response_id = v.llm_response_id
         ev.text = v.summary
-        ev.extra["forgotten_event_ids"] = v.forgotten_event_ids
+        extra["forgotten_event_ids"] = v.forgotten_event_ids
         if v.summary is not None:
-            ev.extra["summary"] = v.summary
+            extra["summary"] = v.summary
         if v.summary_offset is not None:
-            ev.extra["summary_offset"] = v.summary_offset
-    elif isinstance(v, ConversationErrorView):
+            extra["summary_offset"] = v.summary_offset
+    elif kind in ("ConversationErrorEvent", "ServerErrorEvent"):
+        v = ConversationErrorView(raw)
         ev.text = v.detail
-        ev.extra["code"] = v.code
+        extra["code"] = v.code
         if v.classification is not None:
-            ev.extra["classification"] = v.classification
-    elif isinstance(v, StateUpdateView):
-        ev.extra["key"] = v.key
-    elif isinstance(v, SecurityAnalysisView):
-        ev.extra["risks"] = v.risks
-    elif isinstance(v, ACPToolCallView):
+            extra["classification"] = v.classification
+    elif kind == "ConversationStateUpdateEvent":
+        key = g("key")
+        extra["key"] = key if type(key) is str else None
+    elif kind == "SecurityAnalysisEvent":
+        extra["risks"] = SecurityAnalysisView(raw).risks
+    elif kind == "ACPToolCallEvent":
+        v = ACPToolCallView(raw)
         name = v.tool_kind or v.title or "acp_tool"
         ev.role = "assistant"
         ev.text = v.title
-        ev.tool_calls = [ToolCall(name, v.raw_input, v.tool_call_id)]
+        ev.tool_calls.append(ToolCall(name, v.raw_input, v.tool_call_id))
         ev.call_id = v.tool_call_id
-        ev.extra["acp_output"] = v.output_text
-        ev.extra["acp_status"] = v.status
+        extra["acp_output"] = v.output_text
+        extra["acp_status"] = v.status
         if v.is_error:
-            ev.extra["is_error"] = True
-    if not v.known:
-        ev.extra["unknown_kind"] = True
+            extra["is_error"] = True
+    if kind not in KNOWN_KINDS:
+        extra["unknown_kind"] = True
     return ev
 
 
@@ -367,6 +486,49 @@ def meta_facts(meta: dict) -> dict[str, Any]:
 # ----------------------------------------------------------------- read
 
 
+_ANSWER_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+_READ_PROBLEM = {
+    "sdk.event-too-large": "event {index} is {size} bytes, over the size cap of {cap} bytes; not read",
+    "sdk.event-unreadable": "event {index} could not be read (vanished or unreadable)",
+}
+_CHUNK = 1 << 16  # below malloc's mmap threshold: one read() for nearly every event file
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_file(path: str, cap: int) -> tuple[bytes | None, str | None, int | None]:
+    """A file's bytes with as few system calls as possible: ``(data, None,
+    size)``, or ``(None, code, size)`` when it is over ``cap`` bytes
+    (``sdk.event-too-large``) or cannot be read (``sdk.event-unreadable``)."""
+    try:
+        fd = os.open(path, _O_FLAGS)
+    except OSError:
+        return None, "sdk.event-unreadable", None
+    try:
+        first = min(_CHUNK, cap + 1)
+        data = os.read(fd, first)
+        if len(data) == first:
+            chunks = [data]
+            total = len(data)
+            while total <= cap:
+                more = os.read(fd, min(1 << 20, cap + 1 - total))
+                if not more:
+                    break
+                chunks.append(more)
+                total += len(more)
+            if total > cap:
+                try:
+                    size = os.fstat(fd).st_size
+                except OSError:
+                    size = total
+                return None, "sdk.event-too-large", size
+            data = b"".join(chunks)
+        return data, None, len(data)
+    except OSError:
+        return None, "sdk.event-unreadable", None
+    finally:
+        os.close(fd)
+
+
 def _load_json(path: str, cap: int) -> tuple[Any, Diagnostic | None, int | None]:
     data, d = jsonio.read_bytes(path, cap)
     if data is None:
@@ -486,74 +648,82 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
     if not have_events_dir:
         s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
     s.diagnostics.extend(scan.diagnostics)
-    views: list[EventView] = []
     events: list[Event] = []
+    kinds: list[Any] = []
+    parent_fields: list[tuple[bool, Any]] = []
+    action_of_call: dict[str, Any] = {}
+    seen_ids: dict[Any, int] = {}
+    files_append = s.files.append
     loads = orjson.loads
     for ef in scan.ordered:
-        data, d = jsonio.read_bytes(ef.path, cap)
+        path = ef.path
+        data, code, size = read_file(path, cap)
         if data is None:
-            s.files.append(SourceFile(ef.path, "event", "skipped", None, note=MALFORMED))
-            if d is not None:
-                d.code = "sdk.event-too-large" if d.code == "file.too-large" else "sdk.event-unreadable"
-                s.diagnostics.append(d)
+            files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
+            s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
             continue
         try:
             raw = loads(data)
             d = None
         except orjson.JSONDecodeError:
-            raw, d = jsonio.loads(data, ef.path)
-        if raw is jsonio.MISSING or not isinstance(raw, dict):
-            s.files.append(SourceFile(ef.path, "event", "skipped", len(data), note=MALFORMED))
+            raw, d = jsonio.loads(data, path)
+        if type(raw) is not dict:
+            files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))
             if raw is jsonio.MISSING:
                 msg = d.message if d is not None else "not JSON"
                 code = "sdk.event-empty" if d is not None and d.code == "file.empty" else "sdk.event-malformed"
-                s.diag(code, f"event {ef.index} not read: {msg}", ERROR, file=ef.path, offset=d.offset if d else None)
+                s.diag(code, f"event {ef.index} not read: {msg}", ERROR, file=path, offset=d.offset if d else None)
             else:
-                s.diag("sdk.event-not-object", f"event {ef.index} is JSON but not an object ({type(raw).__name__}); not read", ERROR, file=ef.path)
+                s.diag("sdk.event-not-object", f"event {ef.index} is JSON but not an object ({type(raw).__name__}); not read", ERROR, file=path)
             continue
         if d is not None:
             s.diagnostics.append(d)
-        v = view(raw)
-        ev = normalize_event(v, ef.path, tz)
+        ev = normalize_raw(raw, path, tz)
         ev.extra["index"] = ef.index
-        if ev.id is None:
-            ev.id = ef.name_id
-            s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=ef.path)
-        elif ev.id != ef.name_id:
-            s.diag("sdk.event-id-mismatch", f"file name says id {ef.name_id}, the event says {ev.id}; the event's id is used", WARNING, file=ef.path, event_id=ev.id)
-        if not v.known:
-            s.diag("sdk.unknown-kind", f"unknown event kind {v.kind!r}; kept as an event of kind other", INFO, file=ef.path, event_id=ev.id)
+        eid = ev.id
+        if eid is None:
+            eid = ev.id = ev.ref.event_id = ef.name_id  # type: ignore[union-attr]
+            s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=path)
+        elif eid != ef.name_id:
+            s.diag("sdk.event-id-mismatch", f"file name says id {ef.name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
+        kind = raw.get("kind")
+        if "unknown_kind" in ev.extra:
+            s.diag("sdk.unknown-kind", f"unknown event kind {kind!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
         else:
-            bad = v.misfits()
+            bad = misfit_members(raw, kind)
             if bad:
                 ev.extra["misfit_members"] = bad
-                s.diag("sdk.event-misfit", f"{v.kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=ef.path, event_id=ev.id)
-        s.files.append(SourceFile(ef.path, "event", "read", len(data), [ev.id], note=EVENT))
-        views.append(v)
+                s.diag("sdk.event-misfit", f"{kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=path, event_id=eid)
+        if eid in seen_ids:
+            s.diag("sdk.event-duplicate-id", f"event id also used at index {events[seen_ids[eid]].extra.get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
+        else:
+            seen_ids[eid] = len(events)
+        # answers name the action they answer (by action_id, else by tool call id)
+        if kind == "ActionEvent":
+            if ev.call_id:
+                action_of_call[ev.call_id] = eid
+        elif kind in _ANSWER_KINDS:
+            if ev.cause is None and ev.call_id in action_of_call:
+                ev.cause = action_of_call[ev.call_id]
+            if ev.cause is None and kind == "AgentErrorEvent":
+                ev.kind = ERROR_EVENT
+        files_append(SourceFile(path, "event", "read", len(data), [eid], note=EVENT))
         events.append(ev)
+        kinds.append(kind)
+        parent_fields.append(("parent_id" in raw, raw.get("parent_id")))
     for ef in scan.others:
         if ef.status == layout.SIDECAR:
-            s.files.append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
+            files_append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
         else:
-            s.files.append(SourceFile(ef.path, "event", "skipped", _stat_size(ef.path), note=ef.status))
+            files_append(SourceFile(ef.path, "event", "skipped", _stat_size(ef.path), note=ef.status))
     s.events = events
-
-    # duplicate ids: the SDK keeps the first index
-    seen_ids: dict[Any, int] = {}
-    for i, ev in enumerate(events):
-        if ev.id in seen_ids:
-            s.diag("sdk.event-duplicate-id", f"event id also used at index {events[seen_ids[ev.id]].extra.get('index')}; the first is the one the SDK finds", WARNING, file=ev.ref.path if ev.ref else None, event_id=ev.id)
-        else:
-            seen_ids[ev.id] = i
-
-    _link_answers(s, views)
 
     # --- tree
     state_file = os.path.join(root_s, layout.STATE_FILE)
     b = tree.branch(
         [e.id for e in events],
-        [v.kind for v in views],
-        [(v.parent_present, v.raw.get("parent_id")) for v in views],
+        kinds,
+        parent_fields,
         state.get("leaf_event_id"),
         state.get("head_is_empty"),
         file=state_file,
@@ -618,7 +788,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
     md["usage_by_response"] = by_response
 
     # --- task
-    for v, ev in zip(views, events):
+    for ev in events:
         if ev.type == "MessageEvent" and ev.source == "user" and ev.extra.get("on_active_branch") and ev.text:
             s.task = ev.text
             s.task_source = f"{layout.EVENTS_DIR}/{os.path.basename(ev.ref.path)}" if ev.ref else "events"
@@ -653,7 +823,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
     if options.steps:
         from .stepping import build_steps
 
-        build_steps(s, views)
+        build_steps(s)
     return s
 
 
@@ -669,23 +839,6 @@ def _stat_size(path: str) -> int | None:
         return os.stat(path).st_size
     except OSError:
         return None
-
-
-def _link_answers(s: Session, views: list[EventView]) -> None:
-    """Fill ``cause`` (the answered action's id) on observation-like events
-    that lack ``action_id``, by tool call id; mark agent errors that answer
-    no action as errors."""
-    actions_by_call: dict[str, str] = {}
-    for v, ev in zip(views, s.events):
-        if isinstance(v, ActionView):
-            if v.tool_call_id:
-                actions_by_call[v.tool_call_id] = ev.id
-            continue
-        if isinstance(v, (ObservationView, UserRejectView, AgentErrorView)):
-            if ev.cause is None and ev.call_id in actions_by_call:
-                ev.cause = actions_by_call[ev.call_id]
-            if isinstance(v, AgentErrorView) and ev.cause is None:
-                ev.kind = ERROR_EVENT
 
 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from ...model import INFO, Session, Step
 from ...steps import render_action, thinking_of
-from .views import ACPToolCallView, ActionView, AgentErrorView, EventView, ObservationView, UserRejectView
+
+_ANSWER_TYPES = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 
 #: Tools whose rendering is one argument, as in V0.
 SINGLE_ARGUMENT_TOOLS = {"terminal": "command", "think": "thought"}
@@ -43,29 +44,31 @@ def _ts(value: str | None) -> datetime | None:
     return dt.replace(tzinfo=None)
 
 
-def build_steps(s: Session, views: list[EventView]) -> None:
+def build_steps(s: Session) -> None:
     """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them)."""
     events = s.events
+    types = [ev.type for ev in events]
     action_at: dict[Any, int] = {}
     call_open: dict[str, list[int]] = {}
     answer_of: dict[int, int] = {}
     acp_groups: dict[str, list[int]] = {}
     order: list[int] = []
-    for i, (v, ev) in enumerate(zip(views, events)):
+    for i, ev in enumerate(events):
         if ev.extra.get("branch") == "abandoned":
             continue
-        if isinstance(v, ActionView):
+        t = types[i]
+        if t == "ActionEvent":
             order.append(i)
             action_at.setdefault(ev.id, i)
             if ev.call_id:
                 call_open.setdefault(ev.call_id, []).append(i)
-        elif isinstance(v, ACPToolCallView):
+        elif t == "ACPToolCallEvent":
             key = ev.call_id or ev.id
             if key not in acp_groups:
                 acp_groups[key] = []
                 order.append(i)
             acp_groups[key].append(i)
-        elif isinstance(v, (ObservationView, UserRejectView, AgentErrorView)):
+        elif t in _ANSWER_TYPES:
             target = action_at.get(ev.cause) if ev.cause is not None else None
             if target is None and ev.call_id and call_open.get(ev.call_id):
                 target = next((j for j in reversed(call_open[ev.call_id]) if j not in answer_of), None)
@@ -78,14 +81,14 @@ def build_steps(s: Session, views: list[EventView]) -> None:
     batch_size: dict[str, int] = {}
     for i in order:
         rid = events[i].response_id
-        if rid and isinstance(views[i], ActionView):
+        if rid and types[i] == "ActionEvent":
             batch_size[rid] = batch_size.get(rid, 0) + 1
     steps: list[Step] = []
     unanswered: list[Any] = []
     first_step_of_response: dict[str, int] = {}
     for i in order:
-        v, ev = views[i], events[i]
-        if isinstance(v, ACPToolCallView):
+        ev = events[i]
+        if types[i] == "ACPToolCallEvent":
             group = acp_groups[ev.call_id or ev.id]
             last = events[group[-1]]
             call = ev.tool_calls[0]
@@ -108,7 +111,7 @@ def build_steps(s: Session, views: list[EventView]) -> None:
             continue
         ans = events[j]
         call = ev.tool_calls[0] if ev.tool_calls else None
-        name = (call.name if call and call.name != "?" else None) or _TOOL_OF_ACTION_KIND.get(v.action_kind or "", v.action_kind or "?")
+        name = (call.name if call and call.name != "?" else None) or _TOOL_OF_ACTION_KIND.get(ev.extra.get("action_kind") or "", ev.extra.get("action_kind") or "?")
         args = call.arguments if call is not None else None
         action = render_action(name, args if args is not None else {}, single=SINGLE_ARGUMENT_TOOLS)
         thought = ev.text or ""
