@@ -5,7 +5,6 @@ its projection to an ASF ``outcome`` entry.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 from dataclasses import dataclass, field
@@ -164,63 +163,27 @@ def _ts(now: datetime | None = None) -> str:
     return base + "Z"
 
 
-def _entry_id(entry: dict[str, Any]) -> str:
-    import rfc8785
-
-    content = {k: v for k, v in entry.items() if k not in ("id", "type", "parent", "parents", "ts")}
-    chash = "sha256:" + hashlib.sha256(rfc8785.dumps(content)).hexdigest()
-    env: dict[str, Any] = {"type": entry["type"], "parent": entry.get("parent"), "ts": entry["ts"], "content": chash}
-    if entry.get("parents"):
-        env["parents"] = entry["parents"]
-    return "sha256:" + hashlib.sha256(rfc8785.dumps(env)).hexdigest()
-
-
 def append_outcome(asf_path: str | os.PathLike, cert: Certificate, now: datetime | None = None) -> dict[str, Any]:
-    """Append ``cert`` to an ASF session file as an ``outcome`` entry at its leaf.
+    """Append ``cert`` to an ASF session file as an ``outcome`` entry at its live leaf.
 
-    Uses ``trajkit.export.asf``'s append API when it has one; otherwise
-    writes the JSON line itself (content-addressed id per ``formats/asf.md``
-    §3). The leaf is the last entry of the file. Returns the entry written.
+    The entry is built and hashed with :mod:`trajkit.export.asf`
+    (``make_entry``: content-addressed id, canonical member order) and
+    written as one canonical JSON line. Refuses (ValueError) a file that is
+    not an ASF session or whose final line is cut off. Returns the entry.
     """
-    try:  # the exporter's API, when it exists
-        from ..export import asf as _asf  # type: ignore
-
-        fn = getattr(_asf, "append_outcome", None)
-        if callable(fn):
-            return fn(asf_path, outcome_payload(cert, None))
-    except ImportError:
-        pass
-    import orjson
+    from ..export import asf as A
 
     p = Path(asf_path)
-    data = p.read_bytes()
-    lines = [l for l in data.split(b"\n") if l.strip()]
-    if not lines:
-        raise ValueError(f"{p}: empty ASF file (no header)")
-    try:
-        header = orjson.loads(lines[0])
-    except orjson.JSONDecodeError as e:
-        raise ValueError(f"{p}: the header line is not JSON: {e}") from None
-    if not isinstance(header, dict) or header.get("type") != "session":
+    f = A.read_asf(p)
+    if not isinstance(f.header, dict) or f.header.get("type") != "session":
         raise ValueError(f"{p}: not an ASF session file (line 1 is not a session header)")
-    leaf = None
-    for i, l in enumerate(reversed(lines[1:])):
-        try:
-            obj = orjson.loads(l)
-        except orjson.JSONDecodeError:
-            if i == 0:
-                raise ValueError(f"{p}: the final line is cut off; appending after it would corrupt the file") from None
-            continue
-        if isinstance(obj, dict) and isinstance(obj.get("id"), str):
-            leaf = obj["id"]
-            break
-    entry: dict[str, Any] = {"type": "outcome", "parent": leaf, "ts": _ts(now)}
-    entry.update(outcome_payload(cert, leaf))
-    entry["id"] = _entry_id(entry)
-    ordered = {"type": entry["type"], "id": entry["id"], "parent": entry["parent"], "ts": entry["ts"],
-               **{k: v for k, v in entry.items() if k not in ("type", "id", "parent", "ts")}}
-    with open(p, "ab") as f:
-        if not data.endswith(b"\n"):
-            f.write(b"\n")
-        f.write(orjson.dumps(ordered) + b"\n")
-    return ordered
+    if f.trailing is not None and f.trailing.strip():
+        raise ValueError(f"{p}: the final line is cut off; appending after it would corrupt the file")
+    leaf = f.main_leaf()
+    entry = A.make_entry("outcome", leaf, _ts(now), outcome_payload(cert, leaf))
+    data = p.read_bytes()
+    with open(p, "ab") as fh:
+        if data and not data.endswith(b"\n"):
+            fh.write(b"\n")
+        fh.write(A.entry_line(entry) + b"\n")
+    return entry
