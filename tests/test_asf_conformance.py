@@ -253,3 +253,26 @@ def test_reader_reports_unreadable_and_empty_input(tmp_path):
     g = asf.read_asf(empty)
     assert any(d.code == "asf.header-invalid" for d in asf.verify(g))
     assert asf.write_asf(g) == b""
+
+
+def test_linear_request_walker_agrees_with_the_context_algorithm(corpus):
+    """verify's linear request hashing equals the normative rebuild everywhere."""
+    compared = 0
+    for path in sorted(SESSIONS.glob("*.jsonl")):
+        f = asf.read_asf(path)
+        if f.version is None or f.version[1] > asf.FORMAT_MINOR:
+            continue
+        for leaf in f.leaves():
+            p = f.path_to(leaf)
+            if not p or p[0].parent is not None:
+                continue
+            walker = asf.RequestWalker()
+            for e in p:
+                if e.type == "response" and walker.path:
+                    fast = walker.hash_for(e.obj.get("response_id"))
+                    slow = asf.request_context(f, e)
+                    if fast is not None and slow is not None:
+                        assert fast == asf.request_hash(slow.request()), (path.name, e.line)
+                        compared += 1
+                walker.feed(e)
+    assert compared >= 40

@@ -77,13 +77,47 @@ def _safe_numbers(value: Any) -> Any:
     return value
 
 
+def _orjson_is_jcs(v: Any) -> bool:
+    """Whether orjson's sorted compact output is exactly JCS for ``v``.
+
+    It is when ``v`` holds no floats (JCS spells numbers the ECMAScript way),
+    no integers beyond 2^53-1, and no object key with a character at or above
+    U+E000 (JCS orders keys by UTF-16 code units, orjson by code points; the
+    two differ only there). Strings are escaped identically.
+    """
+    t = type(v)
+    if t is str or t is bool or v is None:
+        return True
+    if t is int:
+        return -_MAX_SAFE <= v <= _MAX_SAFE
+    if t is dict:
+        for k, x in v.items():
+            if type(k) is not str or (not k.isascii() and max(k) >= "\ue000"):
+                return False
+            if not _orjson_is_jcs(x):
+                return False
+        return True
+    if t is list:
+        for x in v:
+            if not _orjson_is_jcs(x):
+                return False
+        return True
+    return False
+
+
 def canonical(value: Any) -> bytes:
     """RFC 8785 (JCS) canonical JSON bytes of ``value``.
 
     Integers beyond 2^53-1 are serialised as the double they round to (what JCS
     does with every number); lone surrogates are refused by the encoder, so
-    callers normalise first (:func:`normalise_ijson`).
+    callers normalise first (:func:`normalise_ijson`). Values orjson already
+    spells canonically take the fast path (see :func:`_orjson_is_jcs`).
     """
+    if _orjson_is_jcs(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except (orjson.JSONEncodeError, TypeError):
+            pass
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError:
@@ -196,10 +230,42 @@ def normalise_ijson(value: Any, at: str = "") -> tuple[Any, list[dict[str, Any]]
     Non-finite floats cannot be written: they become None and are recorded with
     ``was`` so nothing is lost silently.
     """
+    if _is_ijson(value):
+        return value, []
     records: list[dict[str, Any]] = []
     out = _norm(value, at, records)
     records.sort(key=lambda r: r["at"])
     return out, records
+
+
+def _is_ijson(v: Any) -> bool:
+    """Whether ``v`` is already I-JSON (nothing for :func:`_norm` to change)."""
+    t = type(v)
+    if t is str:
+        if v.isascii():
+            return True
+        try:
+            v.encode("utf-8")
+            return True
+        except UnicodeEncodeError:
+            return False
+    if t is bool or v is None:
+        return True
+    if t is int:
+        return -_MAX_SAFE <= v <= _MAX_SAFE
+    if t is float:
+        return math.isfinite(v)
+    if t is dict:
+        for k, x in v.items():
+            if type(k) is not str or not _is_ijson(k) or not _is_ijson(x):
+                return False
+        return True
+    if t is list:
+        for x in v:
+            if not _is_ijson(x):
+                return False
+        return True
+    return False
 
 
 def _ptr(key: str) -> str:
@@ -1008,6 +1074,88 @@ def request_context(f: AsfFile, response: Entry) -> Context | None:
     return build_context(f, leaf, prefix)
 
 
+class RequestWalker:
+    """Request hashes along one path, fed entry by entry in path order.
+
+    Equivalent to ``request_hash(request_context(f, response).request())``
+    but linear in the path instead of quadratic: the canonical bytes of each
+    item are computed once, and a request is the join of the items before the
+    response's own outputs. :meth:`hash_for` returns None whenever the fast
+    rules do not apply (an ``omit`` in force, a config written between a
+    response's outputs, non-ASCII passthrough keys); callers then build the
+    context the normative way.
+    """
+
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.version = 0  # bumps on every settings change
+        self.items: list[bytes] = []
+        self.item_resp: list[Any] = []
+        self.item_version: list[int] = []
+        self.path: list[Entry] = []
+        self._cache: tuple[int, bytes, bytes] | None = None
+
+    def feed(self, e: Entry) -> None:
+        self.path.append(e)
+        t = e.type
+        o = e.obj
+        if t == "config":
+            _apply_config(self.settings, e, [])
+            self.version += 1
+        elif t == "compaction":
+            _apply_checkpoint(self.settings, o.get("config"))
+            self.version += 1
+            fk = o.get("first_kept")
+            idx = next((i for i, x in enumerate(self.path[:-1]) if x.id == fk), len(self.path) - 1)
+            self.items, self.item_resp, self.item_version = [], [], []
+            if "summary" in o:
+                self._push(o["summary"], None)
+            for pin in o.get("pinned") or []:
+                self._push(pin, None)
+            for x in self.path[idx:-1]:
+                if x.type == "item" and "item" in x.obj:
+                    self._push(x.obj["item"], x.obj.get("response"))
+                elif x.type == "branch_summary" and "summary" in x.obj:
+                    self._push(x.obj["summary"], None)
+        elif t == "item" and "item" in o:
+            self._push(o["item"], o.get("response"))
+        elif t == "branch_summary" and "summary" in o:
+            self._push(o["summary"], None)
+
+    def _push(self, item: Any, response: Any) -> None:
+        self.items.append(canonical(item))
+        self.item_resp.append(response)
+        self.item_version.append(self.version)
+
+    def hash_for(self, response_id: Any) -> str | None:
+        """The request hash of a response with ``response_id`` appended now."""
+        if self.settings.omit:
+            return None
+        k = len(self.items)
+        if response_id is not None:
+            while k > 0 and self.item_resp[k - 1] == response_id:
+                k -= 1
+        if k < len(self.items) and self.item_version[k] != self.version:
+            return None  # settings changed after the first output: the slow way
+        if self._cache is None or self._cache[0] != self.version:
+            req = request_of(self.settings.to_dict(), [])
+            del req["input"]
+            if not all(isinstance(x, str) and x.isascii() for x in req):
+                return None
+            before = {a: b for a, b in req.items() if a < "input"}
+            after = {a: b for a, b in req.items() if a > "input"}
+            head = canonical(before)[:-1] if before else b"{"
+            head += b"," if before else b""
+            tail = canonical(after)[1:] if after else b"}"
+            tail = (b"," + tail) if after else tail
+            self._cache = (self.version, head + b'"input":[', b"]" + tail)
+        _, head, tail = self._cache
+        h = hashlib.sha256(head)
+        h.update(b",".join(self.items[:k]))
+        h.update(tail)
+        return "sha256:" + h.hexdigest()
+
+
 # --------------------------------------------------------------------------- verification
 
 def verify(f: AsfFile, check_requests: bool = True) -> list[Diagnostic]:
@@ -1124,20 +1272,27 @@ def verify(f: AsfFile, check_requests: bool = True) -> list[Diagnostic]:
                 reported.add((code, eid))
                 out.append(Diagnostic(code, msg, ERROR, file=path, event_id=eid, line=_line_of(f, eid)))
     if check_requests:
-        for e in f.entries:
-            o = e.obj
-            if o.get("type") != "response" or not isinstance(o.get("request_hash"), str):
-                continue
-            rpath = f.path_to(e.id)
-            if rpath and rpath[0].parent is not None:
+        checked: set[str] = set()
+        for leaf in leaves:
+            path = f.path_to(leaf)
+            if path and path[0].parent is not None:
                 continue  # a broken path: reported as asf.bad-parent already
-            ctx = request_context(f, e)
-            if ctx is None:
-                err("asf.bad-request-hash", e, "request_hash on a response with no path before it")
-                continue
-            got = request_hash(ctx.request())
-            if got != o["request_hash"]:
-                err("asf.bad-request-hash", e, f"request_hash {o['request_hash']} does not match the request rebuilt from the path ({got})")
+            walker = RequestWalker()
+            for e in path:
+                o = e.obj
+                if o.get("type") == "response" and isinstance(o.get("request_hash"), str) and e.id not in checked:
+                    checked.add(e.id)
+                    got = walker.hash_for(o.get("response_id")) if walker.path else None
+                    if got is None:
+                        ctx = request_context(f, e)
+                        if ctx is None:
+                            err("asf.bad-request-hash", e, "request_hash on a response with no path before it")
+                            walker.feed(e)
+                            continue
+                        got = request_hash(ctx.request())
+                    if got != o["request_hash"]:
+                        err("asf.bad-request-hash", e, f"request_hash {o['request_hash']} does not match the request rebuilt from the path ({got})")
+                walker.feed(e)
     _verify_records(f, err)
     return out
 

@@ -225,6 +225,7 @@ class _Builder:
         self.redactor = redactor
         self.passthrough = passthrough
         self.normalised = 0
+        self.walker = asf.RequestWalker()
 
     def add(self, type_: str, body: dict[str, Any], ts: str | None = None, native: Any = None, event: Event | None = None) -> str:
         if ts:
@@ -242,9 +243,16 @@ class _Builder:
             self.normalised += len(rec)
             body["normalised"] = rec
         entry = asf.make_entry(type_, self.leaf, self.ts, body)
-        self.file.append(entry)
+        self.walker.feed(self.file.append(entry))
         self.leaf = entry["id"]
         return entry["id"]
+
+    def request_hash(self, response_id: str, before: str) -> str:
+        """The hash of the request a response appended now was sent."""
+        got = self.walker.hash_for(response_id)
+        if got is None:
+            got = asf.request_hash(asf.build_context(self.file, before).request())
+        return got
 
 
 def session_to_asf(
@@ -405,8 +413,7 @@ def _convert(
                 body["trajkit:" + k] = r[k]
         if request_hashes and r["response_id"] and r["before"]:
             # The request context ends just before this call's first output item.
-            ctx = asf.build_context(b.file, r["before"])
-            body["request_hash"] = asf.request_hash(ctx.request())
+            body["request_hash"] = b.request_hash(r["response_id"], r["before"])
         rid = b.add("response", body, r["ts"])
         for ev in r["events"]:
             placed(ev).entries.append(rid)
@@ -465,6 +472,12 @@ def _convert(
         if k == SYSTEM:
             body = config_body(e)
             body.pop("model", None)
+            if body.get("tools_added") and settings.get("tools"):
+                # A new system prompt declares the whole tool list: drop the old one first.
+                new_names = {t.get("name") for t in body["tools_added"] if isinstance(t, dict)}
+                gone = [t.get("name") for t in settings["tools"] if isinstance(t, dict) and t.get("name") and t.get("name") not in new_names]
+                if gone:
+                    body["tools_removed"] = gone
             add("config", body)
             if "instructions" in body:
                 settings["instructions"] = body["instructions"]
