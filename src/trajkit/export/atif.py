@@ -92,6 +92,7 @@ class _Projection:
         self.settings = asf.Settings()
         self.first_settings: dict[str, Any] | None = None
         self.agent_entry: asf.Entry | None = None
+        self.outcomes: list[dict[str, Any]] = []
         self.subagents: list[dict[str, Any]] = []
         self.root_extra: dict[str, Any] = {}
         self.totals = {"prompt": 0, "completion": 0, "cached": 0, "cost": 0.0, "calls": 0, "has_cost": False}
@@ -185,14 +186,30 @@ class _Projection:
                     extra["openresponses"] = {"summary": o.get("summary"), "pinned": o.get("pinned") or []}
                 st = self._step("system", summary, e, is_copied_context=True, observation={"results": [{"content": summary or None}]})
                 st["extra"].update(extra)
-                self.totals["calls"] += 1 if "usage" in o else 0
+                self._count_usage(o.get("usage"))
+                self.totals["calls"] += 1  # a compaction is a model call
                 continue
             if t == "branch_summary":
                 self._close_agent()
                 summary = _text_of((o.get("summary") or {}).get("content")) if isinstance(o.get("summary"), dict) else ""
                 st = self._step("system", summary, e, is_copied_context=True)
                 st["extra"]["branch_from"] = o.get("from")
+                self._count_usage(o.get("usage"))
+                self.totals["calls"] += 1
                 continue
+            if t == "outcome":
+                rec = {"entry_id": e.id, **{k: v for k, v in asf.content_of(o).items() if k != NATIVE}}
+                self.outcomes.append(rec)
+                target = o.get("target")
+                if target in self.entry_step:
+                    self.steps[self.entry_step[target]]["extra"].setdefault("outcome", []).append(rec)
+                else:
+                    self._pend("outcomes", rec)
+                continue
+            if t == "custom" and isinstance(o.get("data"), dict) and isinstance(o["data"].get("usage"), dict):
+                # A paid model call recorded with its usage alone.
+                self._count_usage(o["data"]["usage"])
+                self.totals["calls"] += 1
             if t == "link" and o.get("rel") == "subsession":
                 self._link(e)
                 continue
@@ -306,16 +323,11 @@ class _Projection:
         usage = o.get("usage")
         metrics: dict[str, Any] = {}
         if isinstance(usage, dict):
-            inp = usage.get("input_tokens") or 0
-            out = usage.get("output_tokens") or 0
-            cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+            inp, out, cached = self._count_usage(usage)
             metrics.update({"prompt_tokens": inp, "completion_tokens": out, "cached_tokens": cached})
             rt = (usage.get("output_tokens_details") or {}).get("reasoning_tokens")
             if rt:
                 metrics["extra"] = {"reasoning_tokens": rt}
-            self.totals["prompt"] += inp
-            self.totals["completion"] += out
-            self.totals["cached"] += cached
         cost = o.get("trajkit:cost_usd")
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             metrics["cost_usd"] = float(cost)
@@ -328,6 +340,17 @@ class _Projection:
             st["metrics"] = metrics
         self.totals["calls"] += 1
         self._close_agent()
+
+    def _count_usage(self, usage: Any) -> tuple[int, int, int]:
+        if not isinstance(usage, dict):
+            return 0, 0, 0
+        inp = usage.get("input_tokens") or 0
+        out = usage.get("output_tokens") or 0
+        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        self.totals["prompt"] += inp
+        self.totals["completion"] += out
+        self.totals["cached"] += cached
+        return inp, out, cached
 
     def _link(self, e: asf.Entry) -> None:
         o = e.obj
@@ -418,10 +441,13 @@ class _Projection:
         }
         if self.totals["has_cost"]:
             fm["total_cost_usd"] = round(self.totals["cost"], 10)
+        if self.outcomes:
+            fm["extra"] = {"outcome": self.outcomes}
         doc["final_metrics"] = fm
         if total_calls != len(ordered):
             doc["notes"] = (
-                f"total_steps counts the path's {total_calls} model call(s) (responses and compactions), "
+                f"total_steps counts the path's {total_calls} model call(s) (responses, compactions, branch summaries "
+                f"and calls recorded with their usage alone), "
                 f"not its {len(ordered)} steps, which also hold user, system and copied-context steps."
             )
         extra: dict[str, Any] = {

@@ -29,7 +29,7 @@ FILE_CODES = {
     "ignored": ("export.file-ignored", "a sidecar the format itself ignores"),
 }
 
-_EXTRA_GROUPS = ("config_entries", "custom", "labels", "info", "environments", "outcomes", "links", "queued",
+_EXTRA_GROUPS = ("config_entries", "custom", "labels", "info", "environments", "outcomes", "outcome", "links", "queued",
                  "runs", "dispatches", "decisions", "extensions")
 
 
