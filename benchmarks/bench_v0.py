@@ -135,32 +135,40 @@ def main() -> None:
 
     # What trajkit reads per trial, for the floor (and a correctness pass).
     files: list[list[str]] = []
+    views: list[str] = []
     steps = 0
     for t in trials:
         s = trajkit.read(t)
         files.append([f.path for f in s.files if f.status == "read"])
+        views.append(s.view or "none")
         steps += len(s.steps)
-    total_bytes = sum(os.path.getsize(p) for fs in files for p in fs)
+    sizes = [sum(os.path.getsize(p) for p in fs) for fs in files]
 
-    def run_trajkit() -> float:
+    def time_trajkit(idx: list[int]) -> float:
         start = time.perf_counter()
-        for t in trials:
-            trajkit.read(t)
+        for i in idx:
+            trajkit.read(trials[i])
         return time.perf_counter() - start
 
-    def run_floor() -> float:
+    def time_floor(idx: list[int]) -> float:
         start = time.perf_counter()
-        for fs in files:
-            floor_read(fs)
+        for i in idx:
+            floor_read(files[i])
         return time.perf_counter() - start
 
-    tk = min(run_trajkit() for _ in range(args.rounds))
-    fl = min(run_floor() for _ in range(args.rounds))
-    mb = total_bytes / 1e6
-    print(f"files read: {sum(map(len, files))}, {mb:.1f} MB, {steps} steps")
-    print(f"floor (read + orjson.loads the same files): {len(trials) / fl:8.1f} trials/s  {mb / fl:8.1f} MB/s")
-    print(f"trajkit steps (detect + read + steps):      {len(trials) / tk:8.1f} trials/s  {mb / tk:8.1f} MB/s")
-    print(f"ratio trajkit/floor: {tk / fl:.2f}x  (goal: <= 1.5x)")
+    groups = {"all": list(range(len(trials)))}
+    for v in sorted(set(views)):
+        groups[f"view={v}"] = [i for i, x in enumerate(views) if x == v]
+    print(f"files read: {sum(map(len, files))}, {sum(sizes) / 1e6:.1f} MB, {steps} steps; best of {args.rounds} interleaved rounds")
+    print(f"{'trials':<22}{'n':>6}{'floor trials/s':>16}{'floor MB/s':>12}{'trajkit trials/s':>18}{'trajkit MB/s':>14}{'ratio':>8}")
+    for name, idx in groups.items():
+        tk = fl = float("inf")
+        for _ in range(args.rounds):  # interleaved, so load on the machine hits both sides alike
+            fl = min(fl, time_floor(idx))
+            tk = min(tk, time_trajkit(idx))
+        mb = sum(sizes[i] for i in idx) / 1e6
+        print(f"{name:<22}{len(idx):>6}{len(idx) / fl:>16.1f}{mb / fl:>12.1f}{len(idx) / tk:>18.1f}{mb / tk:>14.1f}{tk / fl:>7.2f}x")
+    print("ratio = trajkit time / floor time (goal: <= 1.5x). floor = read + orjson.loads of the files trajkit read.")
 
 
 if __name__ == "__main__":

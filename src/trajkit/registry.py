@@ -155,17 +155,65 @@ def _candidates(path: Path) -> list[Path]:
     return out
 
 
-def _fingerprint_hits(candidate: Path, fmt: Format, is_dir: bool) -> list[str]:
+class _Listings:
+    """Directory listings cached for one detection (each directory listed once)."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self) -> None:
+        self.cache: dict[str, list[str] | None] = {}
+
+    def __call__(self, d: str) -> list[str] | None:
+        try:
+            return self.cache[d]
+        except KeyError:
+            try:
+                names = os.listdir(d)
+            except OSError:
+                names = None
+            self.cache[d] = names
+            return names
+
+
+def _glob_hit(base: str, fp: str, ls: _Listings) -> bool:
+    """Whether the glob ``fp`` (``/``-separated, relative) matches under ``base``.
+
+    Same meaning as :func:`glob.glob` (``*`` skips names starting with a
+    dot), computed from cached listings.
+    """
+    parts = fp.split("/")
+    dirs = [base]
+    last = len(parts) - 1
+    for i, part in enumerate(parts):
+        magic = glob.has_magic(part)
+        nxt = []
+        for d in dirs:
+            names = ls(d)
+            if not names:
+                continue
+            if magic:
+                hits = (n for n in names if n[0] != "." and fnmatch.fnmatchcase(n, part))
+            else:
+                hits = (n for n in (part,) if n in names)
+            if i == last:
+                if next(hits, None) is not None:
+                    return True
+                continue
+            nxt.extend(os.path.join(d, n) for n in hits)
+        if not nxt:
+            return False
+        dirs = nxt
+    return False
+
+
+def _fingerprint_hits(candidate: Path, fmt: Format, is_dir: bool, ls: _Listings) -> list[str]:
     hits = []
+    base = str(candidate)
     for fp in fmt.fingerprints:
         if is_dir:
-            pattern = os.path.join(glob.escape(str(candidate)), fp)
-            if glob.has_magic(fp):
-                if next(glob.iglob(pattern), None) is not None:
-                    hits.append(fp)
-            elif os.path.exists(pattern):
+            if _glob_hit(base, fp, ls):
                 hits.append(fp)
-        elif "/" not in fp and fnmatch.fnmatch(candidate.name, fp):
+        elif "/" not in fp and fnmatch.fnmatchcase(candidate.name, fp):
             hits.append(fp)
     return hits
 
@@ -187,13 +235,14 @@ def detect(path: str | os.PathLike, only: list[str] | None = None, exhaustive: b
     fmts = [f for f in formats() if only is None or f.name in only]
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
+    ls = _Listings()
     for depth, cand in enumerate(_candidates(p)):
         try:
             is_dir = cand.is_dir()
         except OSError:
             continue
         for fmt in fmts:
-            for fp in _fingerprint_hits(cand, fmt, is_dir):
+            for fp in _fingerprint_hits(cand, fmt, is_dir, ls):
                 try:
                     m = fmt.sniff(cand, fp)
                 except Exception as e:  # a sniff must not take detection down

@@ -26,6 +26,9 @@ from typing import Any, Iterable
 
 from .model import Ref, Session, Step, StepCountMismatch, ReadOptions
 
+#: ``json.dumps(obj, ensure_ascii=False)`` without building an encoder per call.
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
+
 #: Action names whose rendering is a single argument rather than ``name(args)``.
 #: Maps the action name to the argument that is the rendering.
 SINGLE_ARGUMENT_ACTIONS = {
@@ -39,7 +42,7 @@ def blank_safe(text: str) -> str:
     """``text``, or its JSON string literal when it is blank after stripping."""
     if text.strip():
         return text
-    return json.dumps(text, ensure_ascii=False)
+    return _dumps(text)
 
 
 def render_call(name: str, args: Any) -> str:
@@ -47,9 +50,9 @@ def render_call(name: str, args: Any) -> str:
     if isinstance(args, dict) and "thought" in args:
         args = {k: v for k, v in args.items() if k != "thought"}
     try:
-        body = json.dumps(args, ensure_ascii=False)
+        body = _dumps(args)
     except (TypeError, ValueError):
-        body = json.dumps(str(args), ensure_ascii=False)
+        body = _dumps(str(args))
     return f"{name}({body})"
 
 
@@ -67,7 +70,7 @@ def render_action(name: str, args: Any, single: dict[str, str] | None = None) ->
             return blank_safe(value)
         if value is None:
             return blank_safe("")
-        return blank_safe(json.dumps(value, ensure_ascii=False))
+        return blank_safe(_dumps(value))
     return blank_safe(render_call(name, args if args is not None else {}))
 
 

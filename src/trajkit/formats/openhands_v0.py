@@ -245,9 +245,9 @@ def sniff(cand: Path, fingerprint: str) -> Match | None:
 # ---------------------------------------------------------------- views
 
 
-def views_present(root: Path) -> list[str]:
+def views_present(root: Path, lay: Layout | None = None) -> list[str]:
     """The views this trial has, in preference order."""
-    lay = locate(root)
+    lay = lay or locate(root)
     if lay is None:
         return []
     out = []
@@ -395,6 +395,27 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_
     return out, chosen
 
 
+def _fast_load(path: str, cap: int, loads: Any) -> Any:
+    """A small well-formed JSON file's value, or MISSING (then the lenient
+    path in :mod:`trajkit.jsonio` says what is wrong)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return jsonio.MISSING
+    try:
+        size = os.fstat(fd).st_size
+        if size > cap:
+            return jsonio.MISSING
+        data = os.read(fd, size + 1)
+        if len(data) > size:  # grew while read: let the careful path decide
+            return jsonio.MISSING
+        return loads(data)
+    except (OSError, ValueError):
+        return jsonio.MISSING
+    finally:
+        os.close(fd)
+
+
 def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
     base = os.fspath(d)
     prefix = _rel(d, lay.root) + os.sep
@@ -413,15 +434,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
     loads = jsonio.orjson.loads
     for num, n in numbered:
         p = base + os.sep + n
-        value = jsonio.MISSING
-        try:  # fast path: a small file that orjson decodes to an object
-            with open(p, "rb") as f:
-                if os.fstat(f.fileno()).st_size <= cap:
-                    data = f.read()
-                    if len(data) <= cap:
-                        value = loads(data)
-        except (OSError, ValueError):
-            value = jsonio.MISSING
+        value = _fast_load(p, cap, loads)
         if value is jsonio.MISSING:
             value, diags = jsonio.load_file(p, cap)
             for x in diags:
@@ -495,55 +508,56 @@ def _view_files(d: Path, pat: re.Pattern) -> list[str]:
 # ---------------------------------------------------------------- events
 
 
-def _tool_call(raw: dict, args: Any, action: str) -> list[ToolCall]:
-    tcm = raw.get("tool_call_metadata")
-    if isinstance(tcm, dict):
-        call_id = tcm.get("tool_call_id")
-        name = tcm.get("function_name") or action
-        arguments: Any = None
-        mr = tcm.get("model_response")
-        if isinstance(mr, dict):
-            for ch in mr.get("choices") or []:
-                msg = ch.get("message") if isinstance(ch, dict) else None
-                for tc in (msg or {}).get("tool_calls") or []:
-                    if isinstance(tc, dict) and tc.get("id") == call_id:
-                        fn = tc.get("function") or {}
-                        arguments = fn.get("arguments")
-                        if isinstance(arguments, str):
-                            v, d = jsonio.loads(arguments)
-                            if v is not jsonio.MISSING:
-                                arguments = v
-                        name = fn.get("name") or name
-        if arguments is None and isinstance(args, dict):
-            arguments = {k: v for k, v in args.items() if k != "thought"}
-        return [ToolCall(name=str(name), arguments=arguments, call_id=call_id if isinstance(call_id, str) else None)]
-    if isinstance(args, dict):
-        return [ToolCall(name=action, arguments={k: v for k, v in args.items() if k != "thought"}, call_id=None)]
-    return [ToolCall(name=action, arguments=args, call_id=None)]
+def _llm_facts(raw: dict, args: Any, action: str) -> tuple[list[ToolCall], str | None, Any, str | None]:
+    """(tool calls, response id, model, reasoning) of an action, in one pass
+    over its ``tool_call_metadata``.
 
-
-def _response_of(raw: dict) -> tuple[str | None, str | None, str | None]:
-    """(response id, model, reasoning content) from tool_call_metadata."""
+    The call's arguments are the model's own (the ``arguments`` JSON of the
+    matching tool call in ``model_response``); without metadata, the action's
+    args minus ``thought``.
+    """
     tcm = raw.get("tool_call_metadata")
-    if not isinstance(tcm, dict):
-        return None, None, None
+    if type(tcm) is not dict:
+        if type(args) is dict:
+            return [ToolCall(action, {k: v for k, v in args.items() if k != "thought"}, None)], None, None, None
+        return [ToolCall(action, args, None)], None, None, None
+    call_id = tcm.get("tool_call_id")
+    if type(call_id) is not str:
+        call_id = None
+    name = tcm.get("function_name") or action
+    arguments: Any = None
+    rid = model = reasoning = None
     mr = tcm.get("model_response")
-    if not isinstance(mr, dict):
-        return None, None, None
-    reasoning = None
-    for ch in mr.get("choices") or []:
-        msg = ch.get("message") if isinstance(ch, dict) else None
-        if isinstance(msg, dict):
+    if type(mr) is dict:
+        rid = mr.get("id")
+        if type(rid) is not str:
+            rid = None
+        model = mr.get("model")
+        for ch in mr.get("choices") or ():
+            msg = ch.get("message") if type(ch) is dict else None
+            if type(msg) is not dict:
+                continue
             r = msg.get("reasoning_content")
-            if isinstance(r, str) and r.strip():
+            if type(r) is str and r.strip():
                 reasoning = r
-    rid = mr.get("id")
-    return (rid if isinstance(rid, str) else None), mr.get("model"), reasoning
+            for tc in msg.get("tool_calls") or ():
+                if type(tc) is dict and tc.get("id") == call_id:
+                    fn = tc.get("function") or {}
+                    arguments = fn.get("arguments")
+                    if type(arguments) is str:
+                        try:
+                            arguments = jsonio.orjson.loads(arguments)
+                        except ValueError:
+                            pass  # keep the string as the model wrote it
+                    name = fn.get("name") or name
+    if arguments is None and type(args) is dict:
+        arguments = {k: v for k, v in args.items() if k != "thought"}
+    return [ToolCall(str(name), arguments, call_id)], rid, model, reasoning
 
 
-def _usage_of(raw: dict) -> dict[str, Any] | None:
-    m = raw.get("llm_metrics")
-    if not isinstance(m, dict):
+def _usage_of(m: Any) -> dict[str, Any] | None:
+    """Running totals from ``llm_metrics`` (cumulative, not per step)."""
+    if type(m) is not dict:
         return None
     acc = m.get("accumulated_token_usage") if isinstance(m.get("accumulated_token_usage"), dict) else {}
     out: dict[str, Any] = {}
@@ -559,60 +573,66 @@ def _usage_of(raw: dict) -> dict[str, Any] | None:
 
 def to_event(raw: Any, ref: Ref) -> Event:
     """The normalized view of one V0 event dict (``raw`` is kept as is)."""
-    if not isinstance(raw, dict):
-        return Event(id=None, kind=OTHER, type="invalid", raw=raw, ref=ref)
-    eid = raw.get("id")
-    source = raw.get("source")
-    ts = raw.get("timestamp")
-    if "action" in raw:
-        action = raw.get("action")
-        action = action if isinstance(action, str) else str(action)
-        args = raw.get("args")
-        a = args if isinstance(args, dict) else {}
-        rid, model, reasoning = _response_of(raw)
-        thought = a.get("thought") if isinstance(a.get("thought"), str) else None
+    if type(raw) is not dict:
+        return Event(None, OTHER, "invalid", raw, ref=ref)
+    get = raw.get
+    eid = get("id")
+    source = get("source")
+    ts = get("timestamp")
+    action = get("action")
+    if action is not None:
+        if type(action) is not str:
+            action = str(action)
+        args = get("args")
+        a = args if type(args) is dict else {}
         if action == "message":
-            role = "user" if source == "user" else "assistant"
             content = a.get("content")
-            return Event(eid, MESSAGE, action, raw, source, role, ts, content if isinstance(content, str) else None,
-                         response_id=rid, reasoning=reasoning, ref=ref)
+            _, rid, _, reasoning = _llm_facts(raw, args, action) if "tool_call_metadata" in raw else (None, None, None, None)
+            return Event(eid, MESSAGE, action, raw, source, "user" if source == "user" else "assistant", ts,
+                         content if type(content) is str else None, response_id=rid, reasoning=reasoning, ref=ref)
         if action == "system":
             content = a.get("content")
-            return Event(eid, SYSTEM, action, raw, source, "system", ts, content if isinstance(content, str) else None, ref=ref)
+            return Event(eid, SYSTEM, action, raw, source, "system", ts, content if type(content) is str else None, ref=ref)
+        thought = a.get("thought")
+        if type(thought) is not str or not thought.strip():
+            thought = None
         if action in _STATE_ACTIONS:
-            return Event(eid, STATE, action, raw, source, None, ts, thought or None, ref=ref)
-        if action in ("condensation", "condensation_request"):
+            return Event(eid, STATE, action, raw, source, None, ts, thought, ref=ref)
+        if action == "condensation" or action == "condensation_request":
             summary = a.get("summary")
-            ev = Event(eid, CONDENSATION, action, raw, source, None, ts, summary if isinstance(summary, str) else None, ref=ref)
-            if isinstance(a.get("forgotten_event_ids"), list):
-                ev.extra["forgotten_event_ids"] = a.get("forgotten_event_ids")
+            ev = Event(eid, CONDENSATION, action, raw, source, None, ts, summary if type(summary) is str else None, ref=ref)
+            if type(a.get("forgotten_event_ids")) is list:
+                ev.extra["forgotten_event_ids"] = a["forgotten_event_ids"]
             return ev
-        ev = Event(eid, ACTION, action, raw, source, "assistant" if source == "agent" else None, ts,
-                   thought if thought and thought.strip() else None, _tool_call(raw, args, action),
-                   response_id=rid, reasoning=reasoning, usage=_usage_of(raw), ref=ref)
+        calls, rid, model, reasoning = _llm_facts(raw, args, action)
+        ev = Event(eid, ACTION, action, raw, source, "assistant" if source == "agent" else None, ts, thought, calls,
+                   response_id=rid, reasoning=reasoning, usage=_usage_of(get("llm_metrics")), ref=ref)
         if action == "finish":
             ft = a.get("final_thought") or a.get("message")
-            if isinstance(ft, str):
+            if type(ft) is str:
                 ev.extra["final_thought"] = ft
         if model:
             ev.extra["model"] = model
         return ev
-    if "observation" in raw:
-        obs = raw.get("observation")
-        obs = obs if isinstance(obs, str) else str(obs)
-        content = raw.get("content")
-        cause = raw.get("cause")
-        tcm = raw.get("tool_call_metadata")
-        call_id = tcm.get("tool_call_id") if isinstance(tcm, dict) and isinstance(tcm.get("tool_call_id"), str) else None
+    obs = get("observation")
+    if obs is not None:
+        if type(obs) is not str:
+            obs = str(obs)
+        content = get("content")
+        cause = get("cause")
+        if type(cause) is not int:
+            cause = None
+        tcm = get("tool_call_metadata")
+        call_id = tcm.get("tool_call_id") if type(tcm) is dict else None
         if obs in _STATE_OBSERVATIONS:
             kind = STATE
-        elif obs == "error" and not isinstance(cause, int):
+        elif obs == "error" and cause is None:
             kind = ERROR_EVENT
         else:
             kind = OBSERVATION
         return Event(eid, kind, obs, raw, source, "tool" if kind == OBSERVATION else None, ts,
-                     content if isinstance(content, str) else None, call_id=call_id,
-                     cause=cause if isinstance(cause, int) and not isinstance(cause, bool) else None, ref=ref)
+                     content if type(content) is str else None, call_id=call_id if type(call_id) is str else None,
+                     cause=cause, ref=ref)
     return Event(eid, OTHER, "unknown", raw, source, None, ts, ref=ref)
 
 
@@ -636,7 +656,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     session.metadata["trial_root"] = str(lay.root)
     _read_metadata(lay, session, opts)
 
-    present = views_present(root)
+    present = views_present(root, lay)
     session.metadata["views_present"] = present
     want = opts.view
     if want is not None and want not in VIEWS:
@@ -783,70 +803,70 @@ def _model_facts(session: Session) -> None:
 
 def build_steps(session: Session) -> list[Step]:
     """One step per action answered by an observation (first answer wins)."""
-    ids: dict[int, Event] = {}
-    for e in session.events:
-        if isinstance(e.id, int) and e.id not in ids:
-            ids[e.id] = e
+    events = session.events
+    ids: set[int] = set()
+    observations: list[tuple[int, Event]] = []
     answer: dict[int, Event] = {}
     last_obs_id = -1
-    for e in session.events:
+    for e in events:
+        eid = e.id
+        if type(eid) is int:
+            ids.add(eid)
         raw = e.raw
-        if not isinstance(raw, dict) or "observation" not in raw:
-            continue
-        cause = raw.get("cause")
-        if not isinstance(cause, int) or isinstance(cause, bool):
-            continue
-        if isinstance(e.id, int):
-            last_obs_id = max(last_obs_id, e.id)
+        if type(raw) is dict and "observation" in raw:
+            cause = raw.get("cause")
+            if type(cause) is int:
+                if type(eid) is int and eid > last_obs_id:
+                    last_obs_id = eid
+                observations.append((cause, e))
+                if cause not in answer:
+                    answer[cause] = e
+    for cause, e in observations:
         if cause not in ids:
+            answer.pop(cause, None)
             session.diag("v0.orphan-observation", f"observation names cause {cause}, which is not in the {session.view} view",
                          WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
-            continue
-        if cause not in answer:
-            answer[cause] = e
     steps: list[Step] = []
     unanswered: list[Any] = []
-    prev_usage: dict[str, Any] | None = None
+    prev_usage: dict[str, Any] = {}
     seen_responses: set[str] = set()
     done: set[int] = set()
-    for e in session.events:
+    for e in events:
         raw = e.raw
-        if not isinstance(raw, dict) or "action" not in raw or not isinstance(e.id, int) or isinstance(e.id, bool):
+        eid = e.id
+        if type(eid) is not int or type(raw) is not dict or "action" not in raw or eid in done:
             continue
-        if e.id in done:
-            continue
-        done.add(e.id)
-        action = e.type
-        obs = answer.get(e.id)
-        if obs is None:
-            unanswered.append(e.id)
-            if e.id > last_obs_id and action not in _UNANSWERED_BY_DESIGN:
-                session.diag("v0.cutoff-action", f"trailing {action} action has no observation (the run was cut off); not a step",
-                             WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
-            continue
-        args = raw.get("args")
-        content = obs.raw.get("content")
-        usage = None
-        cost = None
-        if e.usage is not None:
+        done.add(eid)
+        usage = cost = None
+        if e.usage is not None:  # llm_metrics are running totals: a response's usage is the delta
             rid = e.response_id
             if rid is None or rid not in seen_responses:
-                usage = {k: (v - (prev_usage or {}).get(k, 0) if isinstance(v, (int, float)) else v) for k, v in e.usage.items()}
+                usage = {k: (v - prev_usage.get(k, 0) if type(v) in (int, float) else v) for k, v in e.usage.items()}
                 cost = usage.pop("cost", None)
             if rid:
                 seen_responses.add(rid)
             prev_usage = e.usage
+        action = e.type
+        obs = answer.get(eid)
+        if obs is None:
+            unanswered.append(eid)
+            if eid > last_obs_id and action not in _UNANSWERED_BY_DESIGN:
+                session.diag("v0.cutoff-action", f"trailing {action} action has no observation (the run was cut off); not a step",
+                             WARNING, file=e.ref.path if e.ref else None, event_id=eid)
+            continue
+        args = raw.get("args")
+        content = obs.raw.get("content")
         steps.append(
             Step(
-                step_id=len(steps) + 1,
-                action=render_action(action, args if isinstance(args, dict) else {}),
-                tool_type=action,
-                observation=content if isinstance(content, str) else "",
-                thinking=thinking_of(action, args),
-                action_ref=e.ref,
-                observation_ref=obs.ref,
-                action_event_id=e.id,
-                observation_event_id=obs.id,
+                len(steps) + 1,
+                render_action(action, args if type(args) is dict else {}),
+                action,
+                content if type(content) is str else "",
+                thinking_of(action, args),
+                e.ref,
+                obs.ref,
+                eid,
+                obs.id,
                 parallel_group=e.response_id if _parallel(raw) else None,
                 usage=usage,
                 cost=cost,
