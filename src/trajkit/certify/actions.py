@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from ..model import ACTION, OBSERVATION, Event, Session
-from .shell import path_mentions, split_commands
+from .shell import INTERPRETERS, READERS, SHELLS, TEXT_ARGS, WRITERS, base_name, path_mentions, split_commands, strip_heredocs
 
 READ = "read"
 WRITE = "write"
@@ -367,28 +367,51 @@ def _strings(v: Any, depth: int = 0) -> Iterable[str]:
             yield from _strings(x, depth + 1)
 
 
-def _shell(e: Event, name: str, text: str, res: Resolver, add) -> None:
-    add(EXEC, name, e, command=text, via="shell")
+def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -> None:
+    if depth == 0:
+        add(EXEC, name, e, command=text, via="shell")
     cwd = res.cwd
-    named: set[str] = set()
     for sc in split_commands(text):
         if sc.cd is not None:
             if sc.cd not in ("~", "-") and not sc.cd.startswith("$"):
                 cwd = res.absolute(sc.cd, cwd)
             continue
+        named: set[str] = set()
         for r in sc.reads:
-            if r and not r.startswith("$"):
+            if r and not r.startswith("$") and r != sc.code:
                 named.add(r)
-                add(READ, sc.name or name, e, path=r, cwd=cwd, via="shell", command=sc.text)
+                add(READ, sc.name or name, e, path=r, cwd=cwd, via="shell", command=sc.text[:500])
         for w in sc.writes:
             if w.startswith("<"):
-                add(WRITE, sc.name or name, e, command=sc.text, via="shell", detail={"target": w})
+                add(WRITE, sc.name or name, e, command=sc.text[:500], via="shell", detail={"target": w})
             elif w and not w.startswith("$"):
                 named.add(w)
-                add(WRITE, sc.name or name, e, path=w, cwd=cwd, via="shell", command=sc.text)
-    for m in path_mentions(text):
-        if m not in named:
-            add(REF, name, e, path=m, cwd=cwd, via="shell", command=text[:500])
+                add(WRITE, sc.name or name, e, path=w, cwd=cwd, via="shell", command=sc.text[:500])
+        cmd = base_name(sc.name)
+        if sc.code is not None:
+            if cmd in SHELLS and depth < 4:
+                _shell(e, name, sc.code, res, add, depth + 1)  # bash -c '...': a shell line of its own
+            else:
+                for m in path_mentions(sc.code):
+                    add(REF, sc.name or name, e, path=m, cwd=cwd, via="code", command=sc.code[:500])
+        elif cmd not in TEXT_ARGS and cmd not in READERS and cmd not in WRITERS and cmd not in ("cp", "mv", "tee", "dd", "ln", "install", "rsync", "scp", "patch", "cd"):
+            # an unknown program: path-shaped operands may be files it opens
+            for w in sc.words[1:]:
+                if w.startswith("-") and "=" not in w:
+                    continue
+                for m in path_mentions(w.split("=", 1)[-1]):
+                    if m not in named:
+                        add(REF, sc.name or name, e, path=m, cwd=cwd, via="shell", command=sc.text[:500])
+    # heredoc bodies: a program when an interpreter reads them, file content otherwise
+    _, bodies = strip_heredocs(text)
+    for line, body in bodies:
+        head = [base_name(w) for w in re.findall(r"[^\s;&|<>()]+", line)[:3]]
+        interp = next((h for h in head if h in INTERPRETERS), None)
+        if interp in SHELLS and depth < 4:
+            _shell(e, name, body, res, add, depth + 1)
+        elif interp:
+            for m in path_mentions(body):
+                add(REF, interp, e, path=m, cwd=cwd, via="code", command=body[:500])
 
 
 def observations(session: Session) -> list[tuple[Event, str, str | None]]:

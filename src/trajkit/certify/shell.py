@@ -38,6 +38,7 @@ class SimpleCommand:
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     cd: str | None = None
+    code: str | None = None  # the program text of ``python -c`` / ``node -e`` / ``bash -c``
 
     @property
     def name(self) -> str:
@@ -48,11 +49,12 @@ class SimpleCommand:
         return " ".join(self.words)
 
 
-def strip_heredocs(text: str) -> tuple[str, list[str]]:
-    """The command text without heredoc bodies, and the bodies cut out."""
+def strip_heredocs(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """The command text without heredoc bodies, and the bodies cut out
+    (each with the command line that reads it)."""
     lines = text.split("\n")
     out: list[str] = []
-    bodies: list[str] = []
+    bodies: list[tuple[str, str]] = []
     i = 0
     while i < len(lines):
         line = lines[i]
@@ -65,7 +67,7 @@ def strip_heredocs(text: str) -> tuple[str, list[str]]:
                 body.append(lines[i])
                 i += 1
             i += 1  # the delimiter line
-            bodies.append("\n".join(body))
+            bodies.append((line, "\n".join(body)))
     return "\n".join(out), bodies
 
 
@@ -82,6 +84,19 @@ def _tokens(text: str) -> list[str]:
     except ValueError:
         # unbalanced quotes: fall back to a plain split that keeps operators apart
         return re.findall(r"&&|\|\||[;&|<>()\n]|[^\s;&|<>()]+", text)
+
+
+#: Interpreters: a heredoc or -c string fed to them is a program, not file content.
+INTERPRETERS = {"python", "python2", "python3", "node", "ruby", "perl", "php", "bash", "sh", "zsh", "dash", "ksh", "deno", "bun"}
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+#: Commands whose arguments are text or patterns, never files they open by name.
+TEXT_ARGS = {"echo", "printf", "git", "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "awk", "gawk", "export", "alias", "test", "[", "[[", "true", "false", "set", "read"}
+
+
+def base_name(word: str) -> str:
+    name = word.rsplit("/", 1)[-1]
+    m = re.match(r"^(python|pypy)[\d.]*$", name)
+    return "python" if m else name
 
 
 _SEPARATORS = {"&&", "||", ";", "|", "&", "\n", "(", ")", ";;", "|&"}
@@ -159,7 +174,7 @@ def _classify(words: list[str], reads: list[str], writes: list[str]) -> SimpleCo
     sc = SimpleCommand(w, list(reads), list(writes))
     if not w:
         return sc
-    name = sc.name
+    name = base_name(sc.name)
     args = w[1:]
     operands = [a for a in args if not a.startswith("-")]
     if name == "cd":
@@ -210,6 +225,8 @@ def _classify(words: list[str], reads: list[str], writes: list[str]) -> SimpleCo
         k = next(i for i, a in enumerate(args) if a in ("-c", "-e", "-m"))
         if args[k] == "-m":
             sc.reads.extend(a for a in args[k + 2:] if not a.startswith("-"))
+        elif k + 1 < len(args):
+            sc.code = args[k + 1]
     elif name in ("pytest", "py.test"):
         skip = False
         for a in args:
