@@ -66,6 +66,7 @@ SIDECARS = {
     "turns.json": "derived",
     "turns.jsonl": "derived",
     "proxy.json": "proxy",
+    "opencode.jsonl": "agent_events",
 }
 
 #: ``token_id:<n>`` as vLLM writes it with ``--return-tokens-as-token-ids``.
@@ -754,6 +755,9 @@ def _read_sidecars(directory: Path, trace: Path, session: Session, options: Read
         session.files.append(sf)
         if role == "derived":
             sf.status, sf.note = "ignored", "derived turns; trajkit derives its own with `trajkit turns`"
+            continue
+        if role == "agent_events":
+            sf.status, sf.note = "ignored", "the agent's own event stream (opencode run --format json)"
             continue
         if name.endswith(".txt"):
             data, d = read_bytes(p, options.max_file_bytes)
