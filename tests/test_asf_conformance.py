@@ -239,6 +239,11 @@ def test_verify_cli_exit_codes_and_json(corpus):
     bad = run_cli("verify", SESSIONS / "truncated.jsonl")
     assert bad.returncode == 1
     assert "asf.truncated-final-line" in bad.stdout
+    # Every negative fixture prints its diagnostics (a file-and-line location) and exits 1.
+    for name, code in NEGATIVE.items():
+        proc = run_cli("verify", SESSIONS / f"{name}.jsonl")
+        assert proc.returncode == 1 and code in proc.stdout, (name, proc.stdout, proc.stderr)
+        assert f"{name}.jsonl" in proc.stdout.splitlines()[1]
     missing = run_cli("verify", SESSIONS / "no-such-file.jsonl")
     assert missing.returncode == 2 and "no such file" in missing.stderr
     ctx = run_cli("verify", SESSIONS / "compaction.jsonl", "--json", "--context", "main")

@@ -1274,11 +1274,11 @@ def verify(f: AsfFile, check_requests: bool = True) -> list[Diagnostic]:
     if check_requests:
         checked: set[str] = set()
         for leaf in leaves:
-            path = f.path_to(leaf)
-            if path and path[0].parent is not None:
+            lpath = f.path_to(leaf)
+            if lpath and lpath[0].parent is not None:
                 continue  # a broken path: reported as asf.bad-parent already
             walker = RequestWalker()
-            for e in path:
+            for e in lpath:
                 o = e.obj
                 if o.get("type") == "response" and isinstance(o.get("request_hash"), str) and e.id not in checked:
                     checked.add(e.id)
