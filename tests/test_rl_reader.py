@@ -204,3 +204,20 @@ def test_steps_cli_on_corpus_trace(cli, synthetic):
     assert doc["steps"][0]["action"] == "echo hello-from-stub > hello.txt && cat hello.txt"
     r = cli("detect", FIX / "rollout_dir" / "trace.json")
     assert r.returncode == 0 and r.stdout.startswith("rollout-trace")
+
+
+def test_exports_carry_token_ids(cli, tmp_path):
+    """A rollout exports like any session; the captured ids and logprobs ride along."""
+    r = cli("convert", FIX / "rollout_dir", "--to", "atif", "--out", tmp_path / "atif", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ok"] is True
+    doc = json.loads(next((tmp_path / "atif").glob("*.json")).read_text())
+    agent = [s for s in doc["steps"] if s["source"] == "agent"]
+    assert [s["metrics"]["completion_token_ids"] for s in agent] == [[21, 22, 23, 24, 25], [31, 32]]
+    assert agent[0]["metrics"]["logprobs"] == [-0.1, -0.2, -0.3, -0.4, -0.5]
+    assert agent[0]["tool_calls"][0]["function_name"] == "bash"
+    r = cli("convert", FIX / "rollout_dir", "--to", "asf", "--out", tmp_path / "asf", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["summary"]["events_dropped"] == 0
+    r = cli("show", FIX / "rollout_dir")
+    assert r.returncode == 0 and "echo hello > hello.txt" in r.stdout

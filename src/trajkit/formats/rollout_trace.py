@@ -667,6 +667,16 @@ def read(root: Path, options: ReadOptions) -> Session:
         if info.ids_source:
             extra["token_ids_source"] = info.ids_source
             extra["output_tokens"] = len(info.output_ids or [])
+        # the token-level facts exporters carry (ATIF Metrics, ASF trajkit:*)
+        if info.output_ids is not None:
+            extra["completion_token_ids"] = info.output_ids
+            if info.logps is not None and len(info.logps) == len(info.output_ids) and all(x is not None for x in info.logps):
+                extra["logprobs"] = info.logps
+        if info.prompt_ids is not None:
+            extra["prompt_token_ids"] = info.prompt_ids
+        model = (info.response or {}).get("model") or info.request.get("model")
+        if isinstance(model, str):
+            extra["model"] = model
         if isinstance(rec.get("latency_s"), (int, float)):
             extra["latency_s"] = rec["latency_s"]
         if info.failed:
