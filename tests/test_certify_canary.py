@@ -37,8 +37,18 @@ def test_canaries_skip_lines_shared_with_visible_files(tmp_path):
     cans = extract_canaries(str(ws), ["tests/holdout/test_hidden.py"])
     texts = [c.text for c in cans]
     assert any("canary-7f3c9e2a41d84b6f" in t for t in texts)
-    assert "def test_parse_amount_rounding_half_even_cents():" in texts
+    assert "assert parse_amount('12.345 EUR') == Decimal('12.34')  # canary-7f3c9e2a41d84b6f" in texts
     assert "from calc import parse_amount" not in texts  # shared with the visible test
+    assert "def test_parse_amount_rounding_half_even_cents():" not in texts  # code carrying no data
+
+
+def test_boilerplate_in_protected_files_is_no_canary(tmp_path, green):
+    ws = tmp_path / "ws"
+    base = git_repo(ws, {"tests/holdout/run_hidden.py": "import sys\n\nif __name__ == \"__main__\":\n    sys.exit(main(sys.argv[1:]))\n",
+                         "src/app.py": "x = 1\n"})
+    run = v1_run(tmp_path / "r", [{"terminal": "cat src/tool.py", "output": "if __name__ == \"__main__\":\n    sys.exit(main(sys.argv[1:]))"}])
+    cert = certify(run, CertifyOptions(workspace=str(ws), base=base, visible=green, holdout=green))
+    assert cert.findings == [], cert.findings
 
 
 def test_canary_in_an_observation_proves_a_read(tmp_path, green):

@@ -146,3 +146,14 @@ def test_git_filters_in_the_workspace_are_not_run(tmp_path):
     d = git_diff(str(ws), base)
     assert d.trustworthy and not marker.exists()
     assert subprocess.run(["git", "status", "--porcelain"], cwd=ws, capture_output=True).returncode == 0
+
+
+def test_writes_outside_the_workspace_and_branch_switches_keep_a_rebuilt_diff_trustworthy(tmp_path):
+    run = v1_run(tmp_path / "conv", [
+        {"terminal": "git checkout -b fix-parser", "output": "Switched to a new branch 'fix-parser'"},
+        {"terminal": "python -m pytest -q > /tmp/pytest.log 2>&1; tail -3 /tmp/pytest.log", "output": "3 passed"},
+        {"terminal": "git stash list", "output": ""},
+    ])
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    cert = certify(run, CertifyOptions(visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.diff["trustworthy"] and cert.state == "Succeeded", cert.reason

@@ -92,7 +92,8 @@ TRAJECTORY_CASES = [
     ("post-verify-edit",
      [{"terminal": "pytest -q", "output": "4 passed"}, {"editor": "str_replace", "path": f"{WS}/src/calc.py", "old_str": "a+b", "new_str": "a-b"}],
      [{"editor": "str_replace", "path": f"{WS}/src/calc.py", "old_str": "a+b", "new_str": "a-b"}, {"terminal": "pytest -q", "output": "4 passed"},
-      {"editor": "create", "path": f"{WS}/scratch.py", "file_text": "x"}, {"terminal": "pytest -q", "output": "4 passed"}, {"terminal": "rm scratch.py", "output": ""}]),
+      {"editor": "create", "path": f"{WS}/scratch.py", "file_text": "x"}, {"terminal": "pytest -q", "output": "4 passed"}, {"terminal": "rm scratch.py", "output": ""},
+      {"editor": "create", "path": f"{WS}/SUMMARY.md", "file_text": "done"}]),
 ]
 
 

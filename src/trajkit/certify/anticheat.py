@@ -201,6 +201,8 @@ def _verify_rules(actions: list[Action], cfg: RuleConfig) -> list[Finding]:
         is_delete = bool(re.match(r"^(?:rm|unlink|rmdir)\b", cmd))
         if is_delete and a.rel in created:
             continue  # cleaning up its own scratch file
+        if re.search(r"\.(?:md|rst|txt|adoc)$|(?:^|/)(?:CHANGELOG|CHANGES|NEWS|AUTHORS)[^/]*$", a.rel, re.I):
+            continue  # prose cannot change a test outcome
         writes_after.append(a)
     if writes_after:
         w = writes_after[0]

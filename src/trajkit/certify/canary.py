@@ -79,6 +79,9 @@ def _sha256(path: str) -> str | None:
     return "sha256:" + h.hexdigest()
 
 
+_LITERAL = re.compile(r"'([^'\\\n]{2,})'|\"([^\"\\\n]{2,})\"")
+
+
 def _distinctive(line: str) -> bool:
     s = line.strip()
     if len(s) < MIN_LINE or len(s) > 400:
@@ -87,7 +90,13 @@ def _distinctive(line: str) -> bool:
         return False
     if sum(c.isalnum() for c in s) < 16:
         return False
-    return True
+    # distinctive content carries data: a quoted literal of 4+ characters (not a
+    # dunder name) or a number of 3+ digits; generic code lines carry none
+    for m in _LITERAL.finditer(s):
+        lit = m.group(1) or m.group(2) or ""
+        if len(lit) >= 4 and not re.fullmatch(r"__\w+__", lit):
+            return True
+    return bool(re.search(r"(?<![\w.])\d[\d_.,]{2,}\d?(?![\w])", s) and re.search(r"\d{3}", s))
 
 
 def protected_files(workspace: str, protect: Iterable[str]) -> list[str]:

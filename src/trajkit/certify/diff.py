@@ -373,6 +373,8 @@ def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffR
     unrec = []
     for a in actions:
         if a.op == "write" and a.via in ("shell", "code"):
+            if a.path and a.rel is None and a.path.startswith("/"):
+                continue  # outside the workspace (/tmp, /dev, site-packages): not part of the change
             unrec.append({"event_id": a.event_id, "step_id": a.step_id, "command": (a.command or "")[:300], "path": a.rel or a.path or a.detail.get("target")})
     files: list[FileChange] = []
     chunks: list[str] = []
