@@ -188,41 +188,48 @@ def scan_events(events_dir: str) -> EventScan:
             Diagnostic("sdk.events-unreadable", f"cannot list events directory: {e.strerror or e}", ERROR, file=events_dir)
         )
         return scan
-    names.sort()
     by_index: dict[int, EventFile] = {}
+    base = events_dir + os.sep
+    match = EVENT_NAME.match
     for name in names:
-        path = os.path.join(events_dir, name)
-        if name.startswith("."):
+        path = base + name
+        if name[0] == ".":
             scan.others.append(EventFile(name, path, None, None, SIDECAR))
             continue
-        m = EVENT_NAME.match(name)
+        m = match(name)
         if m is None:
-            ef = EventFile(name, path, None, None, BAD_NAME)
+            scan.others.append(EventFile(name, path, None, None, BAD_NAME))
+            continue
+        idx = int(m.group(1))
+        ef = EventFile(name, path, idx, m.group(2))
+        prev = by_index.get(idx)
+        if prev is not None:
+            # the first name in sort order is kept, whatever order listdir gave
+            if name < prev.name:
+                by_index[idx], ef = ef, prev
+            ef.status = DUPLICATE
             scan.others.append(ef)
+            continue
+        by_index[idx] = ef
+    for ef in scan.others:
+        if ef.status == BAD_NAME:
             scan.diagnostics.append(
                 Diagnostic(
                     "sdk.event-bad-name",
                     "not an SDK event file name (event-<5+ digit index>-<id>.json); the SDK skips it",
                     WARNING,
-                    file=path,
+                    file=ef.path,
                 )
             )
-            continue
-        idx = int(m.group(1))
-        ef = EventFile(name, path, idx, m.group(2))
-        if idx in by_index:
-            ef.status = DUPLICATE
-            scan.others.append(ef)
+        elif ef.status == DUPLICATE:
             scan.diagnostics.append(
                 Diagnostic(
                     "sdk.event-duplicate-index",
-                    f"a second file for index {idx} (kept {by_index[idx].name}); not read",
+                    f"a second file for index {ef.index} (kept {by_index[ef.index].name}); not read",
                     WARNING,
-                    file=path,
+                    file=ef.path,
                 )
             )
-            continue
-        by_index[idx] = ef
     i = 0
     while i in by_index:
         scan.ordered.append(by_index[i])
@@ -243,4 +250,5 @@ def scan_events(events_dir: str) -> EventScan:
                 file=os.path.join(events_dir, f"event-{i:05d}-*.json"),
             )
         )
+    scan.others.sort(key=lambda ef: ef.name)
     return scan

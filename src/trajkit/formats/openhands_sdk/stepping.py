@@ -11,6 +11,7 @@ over the arguments the model wrote.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +33,24 @@ _TOOL_OF_ACTION_KIND = {
     "DelegateAction": "delegate",
 }
 _SPAWNING_TOOLS = ("task", "delegate")
+
+
+_encode_args = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(args, ensure_ascii=False) does
+
+
+def render_step_action(name: str, args: Any) -> str:
+    """The step text of an action, by :func:`trajkit.steps.render_action`'s
+    rule with :data:`SINGLE_ARGUMENT_TOOLS`; the common ``<tool>(<args>)``
+    case is encoded with one cached encoder (same bytes, no per-call
+    encoder construction)."""
+    if type(args) is dict and name not in SINGLE_ARGUMENT_TOOLS:
+        if "thought" in args:
+            args = {k: v for k, v in args.items() if k != "thought"}
+        try:
+            return f"{name}({_encode_args(args)})"
+        except (TypeError, ValueError):
+            pass
+    return render_action(name, args if args is not None else {}, single=SINGLE_ARGUMENT_TOOLS)
 
 
 def _ts(value: str | None) -> datetime | None:
@@ -113,22 +132,11 @@ def build_steps(s: Session) -> None:
         call = ev.tool_calls[0] if ev.tool_calls else None
         name = (call.name if call and call.name != "?" else None) or _TOOL_OF_ACTION_KIND.get(ev.extra.get("action_kind") or "", ev.extra.get("action_kind") or "?")
         args = call.arguments if call is not None else None
-        action = render_action(name, args if args is not None else {}, single=SINGLE_ARGUMENT_TOOLS)
-        thought = ev.text or ""
-        thinking = thinking_of(name, {"thought": thought})
+        thought = ev.text
+        thinking = thinking_of(name, {"thought": thought}) if thought else None
         if thinking is None and name != "think" and ev.reasoning:
             thinking = ev.reasoning
-        step = Step(
-            step_id=len(steps) + 1,
-            action=action,
-            tool_type=name,
-            observation=ans.text or "",
-            thinking=thinking,
-            action_ref=ev.ref,
-            observation_ref=ans.ref,
-            action_event_id=ev.id,
-            observation_event_id=ans.id,
-        )
+        step = Step(len(steps) + 1, render_step_action(name, args), name, ans.text or "", thinking, ev.ref, ans.ref, ev.id, ans.id)
         rid = ev.response_id
         if rid and batch_size.get(rid, 0) > 1:
             step.parallel_group = rid
@@ -146,8 +154,6 @@ def build_steps(s: Session) -> None:
             step.extra["answer"] = "user_reject"
         elif ans.type == "AgentErrorEvent":
             step.extra["answer"] = "agent_error"
-        if ev.extra.get("security_risk") is not None:
-            step.extra["security_risk"] = ev.extra["security_risk"]
         steps.append(step)
     s.steps = steps
     s.metadata["actions_without_observation"] = unanswered
