@@ -498,3 +498,26 @@ def test_show_and_normalize(tmp_path):
     assert json.loads(steps[2]["action_ref"]["content"])["id"] == 7
     assert steps[2]["action_ref"]["line_start"] == 1
     assert (out / "task.md").read_text().startswith("I want to create a VueJS app")
+
+
+def test_lazy_line_ranges_pickle_and_compact_exports(tmp_path):
+    import pickle
+
+    s = trajkit.read(FLAT / "basic.json")
+    clone = pickle.loads(pickle.dumps(s))
+    assert [e.ref.to_dict() for e in clone.events] == [e.ref.to_dict() for e in s.events]
+    assert s.events[1].ref.line_start > s.events[0].ref.line_end
+    # a compact (one-line) export: every element is on line 1
+    f = tmp_path / "compact.json"
+    f.write_text(json.dumps(json.loads((FLAT / "basic.json").read_text())))
+    c = trajkit.read(f)
+    assert {(e.ref.line_start, e.ref.line_end) for e in c.events} == {(1, 1)}
+    # elements with odd layout fall back to a tokenizing scan
+    odd = tmp_path / "odd.json"
+    evs = json.loads((FLAT / "basic.json").read_text())
+    odd.write_text("[\n" + ",\n".join(json.dumps(e, indent=1) for e in evs) + "\n]")
+    o = trajkit.read(odd)
+    lines = odd.read_text().split("\n")
+    for e in o.events:
+        block = "\n".join(lines[e.ref.line_start - 1 : e.ref.line_end]).rstrip(",")
+        assert json.loads(block) == e.raw

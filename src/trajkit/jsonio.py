@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -232,3 +233,69 @@ def tolerant_int(value: Any, limit: int = 1 << 53) -> tuple[int, bool]:
             return int(value), True
         return 0, True
     return 0, True
+
+
+def list_element_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
+    """1-based (first, last) line of each top-level element of a JSON list.
+
+    Fast path for ``json.dump(..., indent=N)`` files, where every top-level
+    element opens on a line that is exactly ``<indent>{`` and closes on one
+    that starts ``<indent>}``; a tokenizing scan otherwise.
+    """
+    if n == 0:
+        return []
+    i = data.find(b"[")
+    j = data.find(b"{", i + 1)
+    if i < 0 or j < 0:
+        return None
+    nl = data.rfind(b"\n", i, j)
+    if nl < 0 or data[nl + 1 : j].strip():
+        return _scan_element_lines(data, n)
+    indent = data[nl + 1 : j]
+    open_pat = b"\n" + indent + b"{"
+    close_pat = b"\n" + indent + b"}"
+    out: list[tuple[int, int]] = []
+    pos = nl
+    line = 1 + data.count(b"\n", 0, nl)
+    find, count = data.find, data.count
+    while True:
+        a = find(open_pat, pos)
+        if a < 0:
+            break
+        line += count(b"\n", pos, a)
+        start_line = line + 1
+        b = find(close_pat, a + 1)
+        if b < 0:
+            return _scan_element_lines(data, n)
+        line += count(b"\n", a, b)
+        out.append((start_line, line + 1))
+        pos = b
+    if len(out) != n:
+        return _scan_element_lines(data, n)
+    return out
+
+
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}\n]')
+
+
+def _scan_element_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
+    out: list[tuple[int, int]] = []
+    depth = 0
+    line = 1
+    start = 0
+    for m in _TOKEN.finditer(data):
+        t = m.group()
+        c = t[:1]
+        if c == b'"':
+            continue
+        if c == b"\n":
+            line += 1
+        elif c in (b"[", b"{"):
+            depth += 1
+            if depth == 2:
+                start = line
+        else:
+            if depth == 2:
+                out.append((start, line))
+            depth -= 1
+    return out if len(out) == n else None

@@ -70,12 +70,36 @@ class Diagnostic:
 @dataclass(slots=True)
 class Ref:
     """Where something came from: a file, the native event id in it, and the
-    1-based inclusive line range when it was read from a multi-event file."""
+    1-based inclusive line range when it was read from a multi-event file.
+
+    A reader may leave the line range to be worked out on first use
+    (:meth:`lazy`): finding element boundaries in a large pretty-printed file
+    costs about as much as decoding it, and most consumers never ask.
+    """
 
     path: str
     event_id: Any = None
     line_start: int | None = None
     line_end: int | None = None
+    _lines: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def lazy(cls, path: str, event_id: Any, index: "LineIndex", position: int) -> "Ref":
+        """A ref whose line range is element ``position`` of ``index``, found on first access."""
+        r = cls.__new__(cls)
+        r.path = path
+        r.event_id = event_id
+        r._lines = (index, position)
+        return r
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a slot never assigned: the lazy line range.
+        if name in ("line_start", "line_end"):
+            index, position = object.__getattribute__(self, "_lines")
+            start, end = index.get(position)
+            self.line_start, self.line_end, self._lines = start, end, None
+            return start if name == "line_start" else end
+        raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +108,28 @@ class Ref:
             "line_start": self.line_start,
             "line_end": self.line_end,
         }
+
+
+class LineIndex:
+    """The 1-based (first, last) line of each top-level element of one JSON
+    list file, computed on first use from the file's bytes."""
+
+    __slots__ = ("_data", "_count", "_ranges")
+
+    def __init__(self, data: bytes, count: int) -> None:
+        self._data: bytes | None = data
+        self._count = count
+        self._ranges: list[tuple[int, int]] | None = None
+
+    def get(self, position: int) -> tuple[int | None, int | None]:
+        if self._ranges is None:
+            from .jsonio import list_element_lines
+
+            self._ranges = list_element_lines(self._data or b"", self._count) or []
+            self._data = None
+        if position < len(self._ranges):
+            return self._ranges[position]
+        return None, None
 
 
 @dataclass(slots=True)

@@ -41,6 +41,7 @@ from ..model import (
     SYSTEM,
     WARNING,
     Event,
+    LineIndex,
     ReadOptions,
     Ref,
     Session,
@@ -277,72 +278,6 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _element_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
-    """1-based (first, last) line of each top-level element of a JSON list.
-
-    Fast path for ``json.dump(..., indent=N)`` files, where every top-level
-    element opens on a line that is exactly ``<indent>{`` and closes on one
-    that starts ``<indent>}``; a tokenizing scan otherwise.
-    """
-    if n == 0:
-        return []
-    i = data.find(b"[")
-    j = data.find(b"{", i + 1)
-    if i < 0 or j < 0:
-        return None
-    nl = data.rfind(b"\n", i, j)
-    if nl < 0 or data[nl + 1 : j].strip():
-        return _scan_lines(data, n)
-    indent = data[nl + 1 : j]
-    open_pat = b"\n" + indent + b"{"
-    close_pat = b"\n" + indent + b"}"
-    out: list[tuple[int, int]] = []
-    pos = nl
-    line = 1 + data.count(b"\n", 0, nl)
-    find, count = data.find, data.count
-    while True:
-        a = find(open_pat, pos)
-        if a < 0:
-            break
-        line += count(b"\n", pos, a)
-        start_line = line + 1
-        b = find(close_pat, a + 1)
-        if b < 0:
-            return _scan_lines(data, n)
-        line += count(b"\n", a, b)
-        out.append((start_line, line + 1))
-        pos = b
-    if len(out) != n:
-        return _scan_lines(data, n)
-    return out
-
-
-_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}\n]')
-
-
-def _scan_lines(data: bytes, n: int) -> list[tuple[int, int]] | None:
-    out: list[tuple[int, int]] = []
-    depth = 0
-    line = 1
-    start = 0
-    for m in _TOKEN.finditer(data):
-        t = m.group()
-        c = t[:1]
-        if c == b'"':
-            continue
-        if c == b"\n":
-            line += 1
-        elif c in (b"[", b"{"):
-            depth += 1
-            if depth == 2:
-                start = line
-        else:
-            if depth == 2:
-                out.append((start, line))
-            depth -= 1
-    return out if len(out) == n else None
-
-
 def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_Raw], Path | None]:
     """Events of the flat view: the largest candidate that is a JSON list."""
     cands = []
@@ -383,14 +318,13 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_
             session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note="empty list"))
             continue
         chosen = p
-        lines = _element_lines(data, len(value))
+        index = LineIndex(data, len(value))
         rel = _rel(p, lay.root)
         ids = []
         for k, ev in enumerate(value):
-            ls, le = lines[k] if lines else (None, None)
             eid = ev.get("id") if isinstance(ev, dict) else None
             ids.append(eid)
-            out.append(_Raw(ev, Ref(rel, eid, ls, le)))
+            out.append(_Raw(ev, Ref.lazy(rel, eid, index, k)))
         session.files.append(SourceFile(str(p), "flat-export", "read", size, ids))
     return out, chosen
 
