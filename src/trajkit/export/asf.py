@@ -105,15 +105,74 @@ def _orjson_is_jcs(v: Any) -> bool:
     return False
 
 
-def canonical(value: Any) -> bytes:
+def _classify(v: Any) -> int:
+    """0: I-JSON that orjson already spells as JCS; 1: I-JSON that needs the
+    JCS encoder (floats, keys at U+E000 and above); 2: not I-JSON (lone
+    surrogates, integers beyond 2^53, non-finite numbers, other types)."""
+    t = type(v)
+    if t is str:
+        if v.isascii():
+            return 0
+        try:
+            v.encode("utf-8")
+            return 0
+        except UnicodeEncodeError:
+            return 2
+    if t is bool or v is None:
+        return 0
+    if t is int:
+        return 0 if -_MAX_SAFE <= v <= _MAX_SAFE else 2
+    if t is float:
+        return 1 if math.isfinite(v) else 2
+    worst = 0
+    if t is dict:
+        for k, x in v.items():
+            if type(k) is not str:
+                return 2
+            if not k.isascii():
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    return 2
+                if max(k) >= "\ue000":
+                    worst = 1
+            c = _classify(x)
+            if c == 2:
+                return 2
+            if c > worst:
+                worst = c
+        return worst
+    if t is list:
+        for x in v:
+            c = _classify(x)
+            if c == 2:
+                return 2
+            if c > worst:
+                worst = c
+        return worst
+    return 2
+
+
+def prepare(body: Any) -> tuple[Any, list[dict[str, Any]], bool]:
+    """``body`` made I-JSON, its ``normalised`` records, and whether orjson's
+    sorted output of it is already canonical (one walk instead of three)."""
+    c = _classify(body)
+    if c == 2:
+        body, rec = normalise_ijson(body)
+        return body, rec, _classify(body) == 0
+    return body, [], c == 0
+
+
+def canonical(value: Any, safe: bool = False) -> bytes:
     """RFC 8785 (JCS) canonical JSON bytes of ``value``.
 
     Integers beyond 2^53-1 are serialised as the double they round to (what JCS
     does with every number); lone surrogates are refused by the encoder, so
     callers normalise first (:func:`normalise_ijson`). Values orjson already
-    spells canonically take the fast path (see :func:`_orjson_is_jcs`).
+    spells canonically take the fast path (see :func:`_orjson_is_jcs`);
+    ``safe`` says the caller already knows (:func:`prepare`).
     """
-    if _orjson_is_jcs(value):
+    if safe or _orjson_is_jcs(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except (orjson.JSONEncodeError, TypeError):
@@ -138,18 +197,18 @@ def content_of(entry: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in entry.items() if k not in ENVELOPE}
 
 
-def content_hash(entry: dict[str, Any]) -> str:
+def content_hash(entry: dict[str, Any], safe: bool = False) -> str:
     """``sha256:`` of the canonical content (the body identity)."""
-    return sha256_hex(canonical(content_of(entry)))
+    return sha256_hex(canonical(content_of(entry), safe))
 
 
-def entry_id(entry: dict[str, Any]) -> str:
+def entry_id(entry: dict[str, Any], safe: bool = False) -> str:
     """The content-addressed id an entry must carry (RFC 0001 §3.1)."""
     env: dict[str, Any] = {
         "type": entry.get("type"),
         "parent": entry.get("parent"),
         "ts": entry.get("ts"),
-        "content": content_hash(entry),
+        "content": content_hash(entry, safe),
     }
     parents = entry.get("parents")
     if parents:
@@ -338,6 +397,7 @@ class Entry:
     offset: int = 0
     text: bytes | None = None
     data: dict[str, Any] | None = None
+    safe: bool = False  # orjson's sorted output of it is canonical
 
     @property
     def obj(self) -> dict[str, Any]:
@@ -418,9 +478,10 @@ class AsfFile:
             live = self.entries[-1].id
         return live
 
-    def append(self, entry: dict[str, Any]) -> Entry:
-        """Append an entry built in memory (its id must already be set)."""
-        e = Entry(raw=entry, line=len(self.entries) + 2)
+    def append(self, entry: dict[str, Any], text: bytes | None = None, safe: bool = False) -> Entry:
+        """Append an entry built in memory (its id must already be set);
+        ``text`` is its line when already serialised."""
+        e = Entry(raw=entry, line=len(self.entries) + 2, text=text, safe=safe)
         self.entries.append(e)
         self._by_id = None
         return e
@@ -630,8 +691,10 @@ def write_asf(f: AsfFile) -> bytes:
     return bytes(out)
 
 
-def make_entry(type_: str, parent: str | None, ts: str, body: dict[str, Any], parents: list[dict] | None = None) -> dict[str, Any]:
-    """A new entry with its content-addressed id, members in canonical order."""
+def make_entry(type_: str, parent: str | None, ts: str, body: dict[str, Any], parents: list[dict] | None = None,
+               safe: bool = False) -> dict[str, Any]:
+    """A new entry with its content-addressed id, members in canonical order.
+    ``safe``: the body is known to serialise canonically with orjson (:func:`prepare`)."""
     e: dict[str, Any] = {"type": type_, "parent": parent, "ts": ts}
     if parents:
         e["parents"] = sorted(parents, key=_parents_key)
@@ -639,7 +702,7 @@ def make_entry(type_: str, parent: str | None, ts: str, body: dict[str, Any], pa
         if k in ENVELOPE or k == "content":
             raise ValueError(f"reserved member name {k!r} in an entry body")
         e[k] = v
-    e["id"] = entry_id(e)
+    e["id"] = entry_id(e, safe)
     return e
 
 
@@ -1118,12 +1181,12 @@ class RequestWalker:
                 elif x.type == "branch_summary" and "summary" in x.obj:
                     self._push(x.obj["summary"], None)
         elif t == "item" and "item" in o:
-            self._push(o["item"], o.get("response"))
+            self._push(o["item"], o.get("response"), e.safe)
         elif t == "branch_summary" and "summary" in o:
-            self._push(o["summary"], None)
+            self._push(o["summary"], None, e.safe)
 
-    def _push(self, item: Any, response: Any) -> None:
-        self.items.append(canonical(item))
+    def _push(self, item: Any, response: Any, safe: bool = False) -> None:
+        self.items.append(canonical(item, safe))
         self.item_resp.append(response)
         self.item_version.append(self.version)
 

@@ -238,12 +238,14 @@ class _Builder:
             body[NATIVE] = ref
         if self.redactor.active:
             body = self.redactor.value(body)
-        body, rec = asf.normalise_ijson(body)
+        body, rec, safe = asf.prepare(body)
         if rec:
             self.normalised += len(rec)
             body["normalised"] = rec
-        entry = asf.make_entry(type_, self.leaf, self.ts, body)
-        self.walker.feed(self.file.append(entry))
+            safe = asf._classify(body) == 0
+        entry = asf.make_entry(type_, self.leaf, self.ts, body, safe=safe)
+        line = asf.canonical(entry, safe)
+        self.walker.feed(self.file.append(entry, text=line, safe=safe))
         self.leaf = entry["id"]
         return entry["id"]
 
