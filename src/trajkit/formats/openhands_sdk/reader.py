@@ -118,6 +118,13 @@ def normalize_event(v: EventView, path: str, tz: Any = None) -> Event:
 
 
 def _texts(content: Any, sep: str) -> str:
+    if type(content) is list and len(content) == 1:
+        c = content[0]
+        if type(c) is dict:
+            t = c.get("text")
+            if type(t) is str and c.get("type", "text") == "text":
+                return t
+        return ""
     if type(content) is list:
         return sep.join([c["text"] for c in content if type(c) is dict and type(c.get("text")) is str and c.get("type", "text") == "text"])
     if type(content) is str:
@@ -199,6 +206,9 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
         call_id = g("tool_call_id")
         if type(call_id) is not str:
             call_id = None
+            extra["misfit_members"] = ["tool_name", "tool_call_id"] if type(tool_name) is not str else ["tool_call_id"]
+        elif type(tool_name) is not str:
+            extra["misfit_members"] = ["tool_name"]
         name = None
         args: Any = None
         decoded = True
@@ -230,7 +240,8 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
         ev.call_id = call_id
         rid = g("llm_response_id")
         ev.response_id = rid if type(rid) is str else None
-        ev.reasoning = _reasoning(raw)
+        if g("reasoning_content") or g("thinking_blocks") or g("responses_reasoning_item"):
+            ev.reasoning = _reasoning(raw)
         if not decoded:
             extra["arguments_not_json"] = True
         risk = g("security_risk")
@@ -241,11 +252,13 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
             extra["summary"] = summ
     elif kind == "ObservationEvent":
         obs = g("observation")
-        if type(obs) is not dict:
-            obs = {}
+        cid = g("tool_call_id")
+        if type(obs) is not dict or type(cid) is not str or type(g("tool_name")) is not str:
+            extra["misfit_members"] = misfit_members(raw, kind)
+            if type(obs) is not dict:
+                obs = {}
         ev.role = "tool"
         ev.text = _texts(obs.get("content"), "")
-        cid = g("tool_call_id")
         ev.call_id = cid if type(cid) is str else None
         aid = g("action_id")
         ev.cause = aid if type(aid) is str else None
@@ -330,7 +343,14 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
             extra["is_error"] = True
     if kind not in KNOWN_KINDS:
         extra["unknown_kind"] = True
+    elif kind in _REQUIRED and kind not in _CHECKED_INLINE:
+        bad = misfit_members(raw, kind)
+        if bad:
+            extra["misfit_members"] = bad
     return ev
+
+
+_CHECKED_INLINE = frozenset({"ActionEvent", "ObservationEvent"})
 
 
 # ----------------------------------------------------------------- state
@@ -690,9 +710,8 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
         if "unknown_kind" in ev.extra:
             s.diag("sdk.unknown-kind", f"unknown event kind {kind!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
         else:
-            bad = misfit_members(raw, kind)
+            bad = ev.extra.get("misfit_members")
             if bad:
-                ev.extra["misfit_members"] = bad
                 s.diag("sdk.event-misfit", f"{kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=path, event_id=eid)
         if eid in seen_ids:
             s.diag("sdk.event-duplicate-id", f"event id also used at index {events[seen_ids[eid]].extra.get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
@@ -707,7 +726,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
                 ev.cause = action_of_call[ev.call_id]
             if ev.cause is None and kind == "AgentErrorEvent":
                 ev.kind = ERROR_EVENT
-        files_append(SourceFile(path, "event", "read", len(data), [eid], note=EVENT))
+        files_append(SourceFile(path, "event", "read", len(data), [eid], EVENT))
         events.append(ev)
         kinds.append(kind)
         parent_fields.append(("parent_id" in raw, raw.get("parent_id")))
