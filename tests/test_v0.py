@@ -443,19 +443,31 @@ def test_ctb_row_checks_count_and_attaches_labels(tmp_path, fmt):
         import pyarrow.parquet as pq
 
         f = tmp_path / "rows.parquet"
-        pq.write_table(pa.Table.from_pylist([{"traj_id": r["traj_id"], "trial_name": r["trial_name"], "step_count": r["step_count"],
-                                               "incorrect_stages": json.dumps(r["incorrect_stages"])} for r in (other, row)]), f)
+        cols = ("traj_id", "trial_name", "step_count", "stages", "incorrect_stages")
+        pq.write_table(pa.Table.from_pylist([{k: r[k] for k in cols} for r in (other, row)]), f)
     p = run_cli("steps", trial, "--ctb-row", f, "--json")
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
-    if fmt != "parquet":
-        labels = {s["step_id"]: s.get("labels") for s in doc["steps"]}
-        assert labels == {1: None, 2: ["incorrect"], 3: ["unuseful"], 4: None}
+    labels = {s["step_id"]: s.get("labels") for s in doc["steps"]}
+    assert labels == {1: None, 2: ["incorrect"], 3: ["unuseful"], 4: None}
+    assert doc["metadata"]["ctb"]["traj_id"] == row["traj_id"]
     bad = _row_for(trial, 80)
     f2 = tmp_path / "bad.json"
     f2.write_text(json.dumps(bad))
     p = run_cli("steps", trial, "--ctb-row", f2)
     assert p.returncode == 1 and "expected 80" in p.stderr
+
+
+def test_manifest_row_with_json_text_stages(tmp_path):
+    from trajkit.steps import apply_ctb_labels
+
+    s = trajkit.read(TRIALS / "game-2048-session.1-of-1.all-views")
+    row = _row_for(TRIALS / "game-2048-session.1-of-1.all-views", 4)
+    apply_ctb_labels(s, dict(row, incorrect_stages=json.dumps(row["incorrect_stages"])))
+    assert s.steps[1].labels == ["incorrect"]
+    s2 = trajkit.read(TRIALS / "game-2048-session.1-of-1.all-views")
+    apply_ctb_labels(s2, dict(row, incorrect_stages="not json"))
+    assert "ctb.bad-row" in codes(s2) and not any(st.labels for st in s2.steps)
 
 
 def test_real_manifest_rows_load_and_label_out_of_range():

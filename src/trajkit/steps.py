@@ -122,7 +122,14 @@ def apply_ctb_labels(session: Session, row: dict[str, Any]) -> None:
     """Attach a CodeTraceBench manifest row's ``incorrect``/``unuseful``
     labels to the session's steps (by step id)."""
     labels: dict[int, list[str]] = {}
-    for stage in row.get("incorrect_stages") or []:
+    stages = row.get("incorrect_stages") or []
+    if isinstance(stages, str):  # a flattened table may keep nested columns as JSON text
+        try:
+            stages = json.loads(stages)
+        except ValueError:
+            session.diag("ctb.bad-row", "incorrect_stages is text that is not JSON; no labels attached")
+            stages = []
+    for stage in stages if isinstance(stages, list) else []:
         if not isinstance(stage, dict):
             continue
         for key, label in (("incorrect_step_ids", "incorrect"), ("unuseful_step_ids", "unuseful")):
