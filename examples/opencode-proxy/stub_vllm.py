@@ -202,6 +202,7 @@ def main(argv=None):
     ap.add_argument("--max-seconds", type=float, default=600, help="exit by itself after this long")
     args = ap.parse_args(argv)
     Handler.log_path = args.log
+    ThreadingHTTPServer.request_queue_size = 256  # many agents at once
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     srv.daemon_threads = True
     threading.Timer(args.max_seconds, srv.shutdown).start()

@@ -202,7 +202,8 @@ def parse_token_id(token: Any) -> int | None:
 
 
 def _int_list(v: Any) -> list[int] | None:
-    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+    """``v`` when it is a non-empty list of non-negative ints (bools excluded)."""
+    if isinstance(v, list) and v and set(map(type, v)) == {int} and min(v) >= 0:
         return list(v)
     return None
 
@@ -422,7 +423,7 @@ def _load_records(path: Path, session: Session, options: ReadOptions) -> list[tu
         if d:
             session.diagnostics.append(d)
         return []
-    if not data.strip():
+    if not data or data.isspace():
         session.diag("file.empty", "the trace file is empty: no calls were captured", WARNING, file=file)
         return []
     if path.suffix != ".jsonl":
