@@ -104,10 +104,21 @@ def match(path: str, glob: str) -> bool:
     return bool(_glob_re(glob).match(p))
 
 
+@functools.lru_cache(maxsize=256)
+def _combined(globs: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(_glob_re(g).pattern for g in globs) or "(?!)")
+
+
 def match_any(path: str, globs) -> str | None:
     """The first glob of ``globs`` that ``path`` matches, or None."""
+    globs = tuple(globs)
+    p = norm(path)
+    if p.startswith("/"):
+        p = p[1:]
+    if not _combined(globs).match(p):
+        return None
     for g in globs:
-        if match(path, g):
+        if _glob_re(g).match(p):
             return g
     return None
 

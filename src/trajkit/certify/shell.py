@@ -10,8 +10,8 @@ event-rebuilt diff untrustworthy).
 
 from __future__ import annotations
 
+import functools
 import re
-import shlex
 from dataclasses import dataclass, field
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -71,19 +71,49 @@ def strip_heredocs(text: str) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(out), bodies
 
 
+_TOKEN = re.compile(
+    r"""(?P<ws>[ \t\r]+)"""
+    r"""|(?P<op>[;&|<>()]+)"""
+    r"""|(?P<comment>\#.*)"""
+    r"""|(?P<word>(?:[^\s;&|()<>'"\\]|\\.?|'[^']*'?|"(?:[^"\\]|\\.)*"?)+)"""
+)
+_UNQUOTE = re.compile(r"""'([^']*)'?|"((?:[^"\\]|\\.)*)"?|\\(.?)""")
+
+
+def _unquote_word(w: str) -> str:
+    if "'" not in w and '"' not in w and "\\" not in w:
+        return w
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) is not None:
+            return m.group(1)
+        if m.group(2) is not None:
+            return re.sub(r'\\([\\"$`])', r"\1", m.group(2))
+        return m.group(3) or ""
+
+    return _UNQUOTE.sub(sub, w)
+
+
 def _tokens(text: str) -> list[str]:
-    lex = shlex.shlex(text, posix=True, punctuation_chars=";&|<>()")
-    lex.whitespace_split = True
-    lex.commenters = "#"
-    lex.whitespace = " \t\r"
-    try:
-        toks = []
-        for t in lex:
-            toks.append(t)
-        return toks
-    except ValueError:
-        # unbalanced quotes: fall back to a plain split that keeps operators apart
-        return re.findall(r"&&|\|\||[;&|<>()\n]|[^\s;&|<>()]+", text)
+    """Shell words and operator runs of one line (quotes removed, comments dropped),
+    as ``shlex`` in POSIX mode with punctuation characters splits them."""
+    toks: list[str] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        m = _TOKEN.match(text, pos)
+        if m is None:  # a lone character no alternative takes
+            toks.append(text[pos])
+            pos += 1
+            continue
+        pos = m.end()
+        kind = m.lastgroup
+        if kind == "word":
+            toks.append(_unquote_word(m.group(0)))
+        elif kind == "op":
+            toks.append(m.group(0))
+        elif kind == "comment":
+            break
+    return toks
 
 
 #: Interpreters: a heredoc or -c string fed to them is a program, not file content.
@@ -105,6 +135,15 @@ _REDIRECT = re.compile(r"^(\d*)(>>|>\||>|&>>|&>|<)$")
 
 def split_commands(text: str) -> list[SimpleCommand]:
     """The simple commands of a shell line, with their reads and writes."""
+    return list(_split_cached(text)) if len(text) < 4096 else _split(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _split_cached(text: str) -> tuple[SimpleCommand, ...]:
+    return tuple(_split(text))
+
+
+def _split(text: str) -> list[SimpleCommand]:
     body, _ = strip_heredocs(text)
     toks: list[str] = []
     for line in body.split("\n"):
