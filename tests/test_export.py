@@ -23,6 +23,8 @@ CONDENSATION = V1 / "generated" / "localconv_condensation" / "0123456789abcdef01
 SUBAGENT = V1 / "generated" / "localconv_subagent_confirm" / "fedcba9876543210fedcba9876543210"
 V0_TRIAL = CORPUS / "openhands_v0" / "reconstructed_trials" / "game-2048-session.1-of-1.all-views"
 V0_FLAT = CORPUS / "openhands_v0" / "flat_exports" / "basic.json"
+#: An SDK event tree: an abandoned branch, a side state update, a second root.
+BRANCHED = FIXTURES / "sdk_branched" / "33333333333333333333333333333333"
 
 
 def corpus_sources() -> list[Path]:
@@ -76,6 +78,8 @@ def test_whole_corpus_converts_with_complete_accounting(corpus, tmp_path, src, t
             assert f.header["payload"] == "openresponses/2026-04-24"
             assert f.header["records"] == []
             assert f.entries[0].type == "config"
+            # The shared corpus has no abandoned branches: one path, no stray side leaves.
+            assert len(f.leaves()) == 1
         # Every entry an event went to exists in the written files.
         written = {e.id for p in res.outputs for e in asf.read_asf(p).entries}
         assert {x for r in rep["events"] for x in r["entries"]} <= written
@@ -132,7 +136,7 @@ def test_v1_request_hashes_verify_and_match_what_the_sdk_sent(corpus):
     outputs the SDK sent (rebuild_context), condensation included."""
     from trajkit.formats.openhands_sdk import rebuild_context
 
-    for src in (CONDENSATION, SUBAGENT):
+    for src in (CONDENSATION, SUBAGENT, BRANCHED):
         session = read(src)
         f = to_asf.session_to_asf(session).root
         sent = {c["llm_response_id"]: c["messages"] for c in rebuild_context(session)}
@@ -150,7 +154,8 @@ def test_v1_request_hashes_verify_and_match_what_the_sdk_sent(corpus):
             system = msgs[0]["content"]
             system = system[0]["text"] if isinstance(system, list) else system
             assert req["instructions"] == system
-            assert len(req["tools"]) in (5, 6)
+            declared = next(ev for ev in session.events if ev.kind == "system").raw.get("tools") or []
+            assert len(req.get("tools", [])) == len(declared)
 
 
 def test_v0_has_no_request_hash(corpus):
@@ -318,3 +323,27 @@ def test_convert_cli(corpus, tmp_path):
     nothing.mkdir()
     proc = run_cli("convert", nothing, "--to", "asf", "--out", out)
     assert proc.returncode == 2 and "trajkit:" in proc.stderr
+
+
+def test_event_tree_becomes_an_asf_tree(corpus, tmp_path):
+    session = read(BRANCHED)
+    f = to_asf.session_to_asf(session).root
+    assert [d for d in asf.verify(f) if d.severity == "error"] == []
+    # The live leaf is the reader's active branch; abandoned work is off its path.
+    main = f.main_leaf()
+    live = [e.raw.get("trajkit:native", {}).get("event_id") for e in f.path_to(main)]
+    live = list(dict.fromkeys(x for x in live if x is not None))
+    assert live == session.metadata["active_branch"]
+    assert len(f.leaves()) >= 3  # abandoned branch, new root, live leaf (+ its label)
+    roots = [e for e in f.entries if e.parent is None]
+    assert len(roots) == 2 and all(r.type == "config" for r in roots)
+    res = convert(session, "atif", tmp_path)
+    assert res.ok, res.problems
+    names = [p.name for p in res.outputs]
+    assert names[0] == f"{f.header['id']}.json" and len(names) == 3
+    main_doc = json.loads(res.outputs[0].read_text())
+    assert [tc["tool_call_id"] for st in main_doc["steps"] for tc in st.get("tool_calls") or []] == ["c2"]
+    abandoned = [json.loads(p.read_text()) for p in res.outputs[1:]]
+    assert any(d["extra"].get("abandoned_at") for d in abandoned)
+    # Every event, on any branch, is placed in some document.
+    assert res.report["summary"]["events_dropped"] == 0 and res.report["unaccounted"] == []

@@ -488,7 +488,7 @@ def project_session(f: asf.AsfFile, resolver: Resolver | None = None, passthroug
     sid = str(f.header.get("id") or "session")
     main = f.main_leaf()
     out: list[tuple[str, dict[str, Any]]] = []
-    leaves = f.leaves()
+    leaves = [leaf for leaf in f.leaves() if not _leaf_marker(f, leaf)]
     if main is not None and main not in leaves:
         leaves.append(main)
     for leaf in leaves:
@@ -501,6 +501,15 @@ def project_session(f: asf.AsfFile, resolver: Resolver | None = None, passthroug
         out.append((name, doc))
     out.sort(key=lambda t: (t[0] != f"{sid}.json", t[0]))
     return out
+
+
+def _leaf_marker(f: asf.AsfFile, leaf: str) -> bool:
+    """A ``label leaf`` appended right after the entry it marks (not a path of its own)."""
+    e = f.by_id.get(leaf)
+    if e is None:
+        return False
+    o = e.obj
+    return o.get("type") == "label" and o.get("label") == "leaf" and o.get("target") == o.get("parent")
 
 
 def _fork_point(f: asf.AsfFile, leaf: str, main: str | None) -> str | None:

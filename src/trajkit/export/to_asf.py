@@ -55,6 +55,8 @@ NATIVE = "trajkit:native"
 _CALL_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _NAME_RE = re.compile(r"[^A-Za-z0-9_-]")
 NIL = uuid.UUID(int=0)
+_CONTEXT_KINDS = frozenset({MESSAGE, ACTION, OBSERVATION, REASONING, CONDENSATION})
+_NEW_ROOT = object()
 
 
 @dataclass
@@ -249,6 +251,14 @@ class _Builder:
         self.leaf = entry["id"]
         return entry["id"]
 
+    def jump(self, leaf: str | None) -> None:
+        """Continue from ``leaf`` (None: start a new root): a branch."""
+        self.leaf = leaf
+        self.walker = asf.RequestWalker()
+        if leaf is not None:
+            for e in self.file.path_to(leaf):
+                self.walker.feed(e)
+
     def request_hash(self, response_id: str, before: str) -> str:
         """The hash of the request a response appended now was sent."""
         got = self.walker.hash_for(response_id)
@@ -369,6 +379,9 @@ def _convert(
     if system is not None:
         placed(system).entries.append(cid)
 
+    leaf_after: dict[Any, str | None] = {}  # native event id -> the entry its successors hang off
+    if system is not None and system.id is not None:
+        leaf_after[system.id] = b.leaf
     call_map: dict[str, str] = {}  # native call id -> written call id
     calls_of_event: dict[Any, list[str]] = {}  # native action event id -> written call ids
     native_calls_of_event: dict[Any, list[tuple[Any, str]]] = {}
@@ -419,6 +432,7 @@ def _convert(
         rid = b.add("response", body, r["ts"])
         for ev in r["events"]:
             placed(ev).entries.append(rid)
+            leaf_after[ev.id] = rid
 
     def open_response(e: Event) -> None:
         nonlocal open_resp
@@ -450,16 +464,37 @@ def _convert(
             if e.extra.get(k) is not None and open_resp.get(k) is None:
                 open_resp[k] = e.extra[k]
 
+    known_ids = {e.id for e in events if e.id is not None}
     for e in events:
         ts = _ts_of(e)
         p = placed(e)
         native = e.raw
         if e is system:
+            if e.id is not None:
+                leaf_after[e.id] = b.leaf
             continue
         k = e.kind
         is_output = (k in (ACTION, REASONING) and e.source != "user") or (k == MESSAGE and e.role == "assistant")
         if not is_output:
             close_response()
+        if e.parent_id is not None and k in _CONTEXT_KINDS:
+            # A tree of events (the SDK's): an event hangs off its parent's
+            # entries, so abandoned branches stay out of the live context.
+            if e.parent_id in leaf_after:
+                target = leaf_after[e.parent_id]
+            elif e.parent_id not in known_ids and isinstance(e.parent_id, str) and b.leaf is not None:
+                target = _NEW_ROOT
+            else:
+                target = b.leaf
+            if target != b.leaf:
+                close_response()
+                if target is _NEW_ROOT:
+                    b.jump(None)
+                    root_cfg = config_body(system)
+                    cid2 = b.add("config", root_cfg, ts)
+                    p.entries.append(cid2)
+                else:
+                    b.jump(target)
         first_entry = True
 
         def add(type_: str, body: dict[str, Any]) -> str:
@@ -468,6 +503,8 @@ def _convert(
             first_entry = False
             p.entries.append(eid)
             entry_of_event.setdefault(e.id, []).append(eid)
+            if e.id is not None:
+                leaf_after[e.id] = eid
             return eid
 
         resp = {"response": e.response_id} if e.response_id else {}
@@ -558,6 +595,7 @@ def _convert(
             if wid is not None and wid in links_pending:
                 for child in links_pending.pop(wid):
                     _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, p)
+                leaf_after[e.id] = b.leaf  # what follows the answer hangs off its links
         elif k == REASONING:
             open_response(e)
             add("item", {"item": {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": e.reasoning or e.text or ""}]}, **resp})
@@ -574,6 +612,15 @@ def _convert(
                 body["call_id"] = call_map.get(e.call_id, e.call_id)
             add(f"{NS}:event", body)
     close_response()
+    # Several leaves: mark the live one (the reader's leaf event) with a label.
+    live_event = session.metadata.get("leaf_event_id")
+    if live_event is None and isinstance(session.metadata.get("active_branch"), list) and session.metadata["active_branch"]:
+        live_event = session.metadata["active_branch"][-1]
+    if len(b.file.leaves()) > 1 and live_event in leaf_after and leaf_after[live_event] is not None:
+        live = leaf_after[live_event]
+        if live != b.file.entries[-1].id:
+            b.jump(live)
+            b.add("label", {"target": live, "label": "leaf", "synthetic": True})
     for wid, children in links_pending.items():
         for child in children:
             _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, None)
