@@ -67,6 +67,9 @@ def test_malformed_files_are_reported_and_the_rest_read(conv):
     assert len(s.events) == 17
     assert {notes(s)[event_file(conv, i).name] for i in (2, 3, 4)} == {"malformed"}
     assert {"sdk.event-empty", "sdk.event-not-object", "sdk.event-malformed"} <= codes(s)
+    # the history is not cut at the bad files: links to them are bridged
+    assert "sdk.parent-unreadable" in codes(s) and s.metadata["abandoned_event_ids"] == []
+    assert s.metadata["active_branch"][-1] == s.events[-1].id
     # the action of the emptied file is gone, so its observation answers nothing: no step for it
     assert all(st.action_event_id != "e4e3548b-fca6-4764-a6d7-201338a03ae5" for st in s.steps)
 

@@ -256,3 +256,15 @@ def test_find_sessions_shapes(v1, condensation, tmp_path):
     assert not any("subagents" in p.parts for p in find_sessions(v1))
     diags = []
     assert find_sessions(tmp_path / "nope", diags) == [] and diags[0].code == "sdk.root-missing"
+
+
+def test_every_diagnostic_code_is_documented():
+    import re
+
+    src = Path(__file__).resolve().parent.parent / "src" / "trajkit" / "formats" / "openhands_sdk"
+    used = set()
+    for f in src.glob("*.py"):
+        used |= set(re.findall(r'"(sdk\.[a-z-]+)"', f.read_text()))
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "openhands-sdk.md").read_text()
+    documented = set(re.findall(r"^\| `(sdk\.[a-z-]+)` \|", doc, re.M))
+    assert used == documented

@@ -141,7 +141,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
             return
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", INFO, file=str(d)))
+            diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", WARNING, file=str(d)))
             return
         seen.add(key)
         if is_conversation_dir(d):

@@ -746,12 +746,14 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
         state.get("leaf_event_id"),
         state.get("head_is_empty"),
         file=state_file,
+        unreadable={f.name_id: f.index for f in scan.ordered if f.name_id not in seen_ids} if len(events) != len(scan.ordered) else None,
+        file_indices=[e.extra["index"] for e in events],
     )
     s.diagnostics.extend(b.diagnostics)
     for ev, place, parent in zip(events, b.place, b.parents):
         ev.extra["branch"] = place
         ev.extra["on_active_branch"] = place != tree.ABANDONED
-        if ev.parent_id is None and parent is not None:
+        if parent != ev.parent_id and not (parent is None and ev.parent_id == tree.ROOT_MARK):
             ev.extra["effective_parent_id"] = parent
 
     # --- metadata

@@ -210,7 +210,7 @@ def match_children(s: Session) -> None:
                 if st not in spawn_steps:
                     spawn_steps.append(st)
     for child in s.children:
-        rids = {e.response_id for e in child.events if e.response_id}
+        rids = list(dict.fromkeys(e.response_id for e in child.events if e.response_id))
         match: tuple[Step, str, str] | None = None
         for rid in rids:
             uid = (by_response.get(rid) or {}).get("usage_id")

@@ -54,14 +54,37 @@ def branch(
     leaf_event_id: object = None,
     head_is_empty: object = None,
     file: str | None = None,
+    unreadable: dict[str, int] | None = None,
+    file_indices: list[int] | None = None,
 ) -> Branching:
-    """Work out the active branch from the state's leaf (or the legacy rule)."""
+    """Work out the active branch from the state's leaf (or the legacy rule).
+
+    ``unreadable`` maps the ids of event files that could not be read (from
+    their names) to their file index; a parent link to one of them is
+    bridged to the readable event just before it (``file_indices`` gives
+    each event's file index), so one bad file does not cut the history.
+    """
     parents = effective_parents(ids, parent_fields)
     b = Branching(parents=parents)
     index: dict[str, int] = {}
     for i, eid in enumerate(ids):
         if eid is not None and eid not in index:
             index[eid] = i
+    if unreadable and file_indices is not None:
+        for i, pid in enumerate(parents):
+            if pid is not None and pid not in index and pid in unreadable:
+                lost = unreadable[pid]
+                j = max((k for k in range(i) if file_indices[k] < lost), default=None, key=lambda k: file_indices[k])
+                parents[i] = ids[j] if j is not None else None
+                b.diagnostics.append(
+                    Diagnostic(
+                        "sdk.parent-unreadable",
+                        f"parent {pid} is in an event file that could not be read; linked to the event read before it",
+                        WARNING,
+                        file=file,
+                        event_id=ids[i],
+                    )
+                )
     leaf_i: int | None = None
     if isinstance(leaf_event_id, str) and leaf_event_id:
         if leaf_event_id in index:
