@@ -486,7 +486,7 @@ def _convert(
                 target = _NEW_ROOT
             else:
                 target = b.leaf
-            if target != b.leaf:
+            if target != b.leaf and not _records_between(b.file, target, b.leaf):
                 close_response()
                 if target is _NEW_ROOT:
                     b.jump(None)
@@ -636,6 +636,18 @@ def _convert(
             pl = placed(e)
             pl.code = "export.no-entry"
             pl.note = "the event produced no entry"
+
+
+def _records_between(f: asf.AsfFile, ancestor: Any, leaf: str | None) -> bool:
+    """Whether ``leaf`` descends from ``ancestor`` through record entries only
+    (records are appended at the leaf and do not start a branch)."""
+    cur = leaf
+    while cur is not None and cur != ancestor:
+        e = f.by_id.get(cur)
+        if e is None or e.type in asf.CONTEXT_TYPES:
+            return False
+        cur = e.parent
+    return cur == ancestor and ancestor is not None
 
 
 def _link_child(parent: Session, child: Session, parent_sid: str, call_id: str | None, b: _Builder, out: AsfExport,
