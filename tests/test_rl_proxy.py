@@ -258,6 +258,23 @@ def test_client_that_goes_away_still_gets_recorded(tokdir, tmp_path):
     assert rec["completion_token_ids"] == em[0]["ids"]
 
 
+def test_upstream_stream_breaks_off(tokdir, tmp_path, cli):
+    out = tmp_path / "rollout"
+    with h.stub_upstream(tokdir, tmp_path / "stub") as (up, emitted_path, _):
+        with h.capture_proxy(up, out) as (base, _proc):
+            status, resp = h.chat(base, {"model": "break-model", "stream": True, "tools": h.TOOLS,
+                                         "messages": [{"role": "system", "content": h.SYSTEM}, {"role": "user", "content": "x"}]})
+            assert status == 200 and resp["choices"][0]["finish_reason"] is None
+        em = emitted(emitted_path)
+    rec = records(out)[0]
+    assert rec["response"]["stream_incomplete"] is True
+    half = len(em[0]["ids"]) // 2
+    assert rec["completion_token_ids"] == em[0]["ids"][:half]  # what arrived is kept
+    doc = turns_json(cli, out, tokdir)
+    assert doc["dropped"] == [{"turn": 1, "event_id": "turn-1", "purpose": "agent", "reason": "the streamed answer broke off"}]
+    assert "rollout.stream-incomplete" in [d["code"] for d in doc["diagnostics"]]
+
+
 def test_unreachable_upstream_is_recorded(tmp_path, cli, tokdir):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

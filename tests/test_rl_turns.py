@@ -328,3 +328,41 @@ def test_turns_cli(cli, tokdir, tmp_path, corpus):
     empty.mkdir()
     r = cli("turns", empty, "--tokenizer", tokdir)
     assert r.returncode == 2 and "no captured model calls" in r.stderr
+
+
+BLOCK_EXTRAS = (
+    "import sys\n"
+    "for m in ('transformers', 'tokenizers', 'jinja2', 'aiohttp', 'pyarrow', 'datasets'):\n"
+    "    sys.modules[m] = None  # importing them now raises ImportError, as on a core install\n"
+)
+
+
+def _core_only(code: str, *args: str):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-c", BLOCK_EXTRAS + code, *args], capture_output=True, text=True, timeout=120,
+                          cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_core_install_reads_and_derives_captured_turns(tok, tmp_path):
+    """Without the rl / proxy extras: rollouts read, captured turns derive,
+    and the verbs that need an extra say which one."""
+    recs, ex = make_records(tok, prompt_ids=True)
+    root = write_rollout(tmp_path / "r", recs)
+    r = _core_only(
+        "import json, sys\n"
+        "from trajkit.registry import read\n"
+        "from trajkit.rl.turns import derive_turns, write_turns\n"
+        "s = read(sys.argv[1])\n"
+        "res = derive_turns(s, None)\n"
+        "write_turns(res, sys.argv[1] + '/turns.jsonl')\n"
+        "print(json.dumps([len(s.steps), [t.prompt_ids for t in res.turns], res.summary['trained_turns']]))\n",
+        str(root),
+    )
+    assert r.returncode == 0, r.stderr
+    steps, prompts, trained = json.loads(r.stdout)
+    assert steps == 2 and prompts == ex["prompt_ids"] and trained == 2
+    r = _core_only("from trajkit.cli import main; main()", "turns", str(FIX / "rollout_dir"), "--tokenizer", str(FIX / "rollout_dir"))
+    assert r.returncode == 2 and "rl extra" in r.stderr
+    r = _core_only("from trajkit.cli import main; main()", "proxy", "--upstream", "http://127.0.0.1:1", "--out", str(tmp_path / "p"))
+    assert r.returncode == 2 and "proxy extra" in r.stderr

@@ -140,6 +140,8 @@ def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap,
     import asyncio
 
     try:
+        import aiohttp  # noqa: F401  (the proxy extra)
+
         from ..rl.proxy import ProxyConfig, serve
     except ImportError as e:
         fail(f"the proxy needs the proxy extra (pip install 'trajkit[proxy]'): {e}")

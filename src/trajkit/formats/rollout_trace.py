@@ -125,6 +125,7 @@ class CallInfo:
     prompt_ids: list[int] | None = None
     prompt_ids_source: str | None = None
     purpose: str | None = None
+    incomplete: bool = False
     problems: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
@@ -263,6 +264,15 @@ def parse_call(record: dict[str, Any], index: int = 0) -> CallInfo:
     )
     if response is None:
         info.problems.append(("rollout.no-response", ERROR, "the record has no response object"))
+    elif response.get("stream_incomplete") and not info.failed:
+        info.incomplete = True
+        info.problems.append((
+            "rollout.stream-incomplete",
+            WARNING,
+            "the streamed answer broke off before its end"
+            + (f" ({response['upstream_error']})" if response.get("upstream_error") else "")
+            + "; what arrived was kept",
+        ))
 
     # --- output ids, in order of preference
     entries = record.get("logprobs")

@@ -1,0 +1,11 @@
+"""Reinforcement-learning data from agent runs.
+
+- :mod:`trajkit.rl.proxy`: the capture proxy that records rollout traces
+  (``trajkit proxy``; needs the ``proxy`` extra);
+- :mod:`trajkit.rl.turns`: training turns derived from a rollout trace
+  (``trajkit turns``), with TRL ``rollout_func`` output and ``datasets`` rows;
+- :mod:`trajkit.rl.tokenize`: tokenizers from local files and prompt
+  rendering (needs the ``rl`` extra, imported lazily).
+
+The trace format itself is :mod:`trajkit.formats.rollout_trace`.
+"""

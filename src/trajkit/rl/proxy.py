@@ -415,6 +415,8 @@ class CaptureProxy:
         headers = self._headers(request)
         headers["Content-Type"] = "application/json"
         resp = None
+        asm: StreamAssembler | None = None
+        recorded = False
         try:
             async with self._client.post(url, data=orjson.dumps(fwd), headers=headers) as up:
                 if up.status >= 400:
@@ -452,6 +454,7 @@ class CaptureProxy:
                         held.append(buf)
                     response = asm.result()
                     response["upstream_status"] = up.status
+                    recorded = True
                     await self._record(build_record(turn, fwd, response, t0, True))
                     for ev in held:
                         if client_ok:
@@ -476,9 +479,17 @@ class CaptureProxy:
                 return web.Response(status=up.status, body=data, content_type=up.content_type or "application/json")
         except (ClientError, asyncio.TimeoutError, OSError) as e:
             msg = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
-            await self._record(build_record(
-                turn, fwd, {"choices": [], "usage": None, "upstream_status": None, "upstream_error": msg}, t0, stream
-            ))
+            if recorded:
+                pass
+            elif asm is not None:  # the stream broke: keep what arrived
+                partial = asm.result()
+                partial["upstream_error"] = msg
+                partial["stream_incomplete"] = True
+                await self._record(build_record(turn, fwd, partial, t0, True))
+            else:
+                await self._record(build_record(
+                    turn, fwd, {"choices": [], "usage": None, "upstream_status": None, "upstream_error": msg}, t0, stream
+                ))
             self.log(f"turn {turn}: upstream failed: {msg}")
             if resp is not None:  # the stream had started: end it
                 try:

@@ -213,6 +213,8 @@ def derive_turns(
             reason = f"upstream error (status {call.upstream_status})"
         elif call.purpose != AGENT:
             reason = f"{call.purpose} call (not the agent's system prompt and tools)"
+        elif call.incomplete:
+            reason = "the streamed answer broke off"
         elif call.output_ids is None:
             reason = "no output token ids in the capture"
         if reason is not None:
