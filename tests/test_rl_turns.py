@@ -149,6 +149,10 @@ def test_clean_rollout_turns_are_exact(tok, tmp_path):
     assert rf["env_mask"] == [[1] * len(o0) + [0] * len(t1) + [1] * len(o1) + [0] * len(t2) + [0] * len(o2)]
     assert rf["logprobs"] == [ex["logps"][0] + [0.0] * len(t1) + ex["logps"][1] + [0.0] * (len(t2) + len(o2))]
     assert rf["env_reward"] == [0.75]
+    seq = res.sequences()
+    assert seq == [{"input_ids": p0 + rf["completion_ids"][0],
+                    "completion_mask": [0] * len(p0) + rf["env_mask"][0],
+                    "old_log_probs": [0.0] * len(p0) + rf["logprobs"][0]}]
     # reward given explicitly wins
     assert derive_turns(root, tok, reward=-0.1).summary["reward"] == -0.1
 

@@ -129,6 +129,21 @@ class TurnsResult:
         return out
 
 
+    def sequences(self) -> list[dict[str, list[Any]]]:
+        """TRL AsyncGRPO-style rows, one per sample of :meth:`rollout_func`:
+        ``input_ids`` (prompt included), ``completion_mask`` (1 = train) and
+        ``old_log_probs`` (0.0 where the mask is 0)."""
+        rf = self.rollout_func()
+        out = []
+        for p, c, lp, m in zip(rf["prompt_ids"], rf["completion_ids"], rf["logprobs"], rf["env_mask"]):
+            out.append({
+                "input_ids": list(p) + list(c),
+                "completion_mask": [0] * len(p) + list(m),
+                "old_log_probs": [0.0] * len(p) + list(lp),
+            })
+        return out
+
+
 def _common_prefix(a: list[int], b: list[int]) -> int:
     n = min(len(a), len(b))
     i = 0
