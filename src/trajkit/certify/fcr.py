@@ -176,7 +176,8 @@ def report(certs: Iterable[tuple[str, Certificate]]) -> FcrReport:
             if g.get("false_completion") is True:
                 r.holdout_false_completions += 1
         r.per_run.append({
-            "path": path,
+            "path": (c.run or {}).get("path") or path,
+            "source": path,
             "state": c.state,
             "claimed_success": c.claimed_success,
             "false_claim": false_claim,

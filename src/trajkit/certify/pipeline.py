@@ -187,7 +187,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
             canaries = extract_canaries(ws, prot, [session.task or ""], unchanged_only=unchanged)
     if canaries:
         obs = observations(session)
-        texts = [({"event_id": e.id, "session": label} if label else {"event_id": e.id}, t) for e, t, label in obs]
+        step_of = {st.observation_event_id: st.step_id for sess in session.walk() for st in sess.steps if st.observation_event_id is not None}
+        texts = [({"event_id": e.id, "step_id": step_of.get(e.id), **({"session": label} if label else {})}, t) for e, t, label in obs]
         seen_rules: set[tuple[str, str]] = set()
         for c, where in find_canaries(canaries, texts):
             key = ("leak", c.file)

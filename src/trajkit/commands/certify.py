@@ -70,7 +70,7 @@ def _print_certificate(cert) -> None:
 @click.option("--protect", multiple=True, metavar="GLOB", help="A protected path glob (workspace-relative; ** spans directories). Repeatable; adds to the defaults.")
 @click.option("--no-default-protect", is_flag=True, help="Do not protect the default holdout / answer-key globs.")
 @click.option("--before", type=click.Path(), default=None, help="A before-run manifest (from --snapshot): any change to a file in it is gate tampering.")
-@click.option("--snapshot", "snapshot_out", type=click.Path(dir_okay=False), default=None, help="Write a before-run manifest of --workspace to this file and exit (no RUN needed).")
+@click.option("--snapshot", "snapshot_out", type=click.Path(dir_okay=False), default=None, help="Write a before-run manifest of --workspace to this file (run it before the agent starts; RUN is then optional).")
 @click.option("--criteria", type=click.Path(exists=True, dir_okay=False), default=None, help="A JSON map {criterion: true|false|null}; null means no mapped check (FailedSpecGap).")
 @click.option("--patch", type=click.Path(exists=True, dir_okay=False), default=None, help="Use this unified diff as the run's change instead of git / the record.")
 @click.option("--agent-workspace", default=None, help="The workspace path as the agent saw it (e.g. /workspace), when the record does not say.")
