@@ -10,6 +10,7 @@ them where that can be told.
 
 from __future__ import annotations
 
+import gc
 import os
 from datetime import datetime
 from pathlib import Path
@@ -560,7 +561,17 @@ def _load_json(path: str, cap: int) -> tuple[Any, Diagnostic | None, int | None]
 def read(root: Path, options: ReadOptions | None = None) -> Session:
     """Read the conversation directory ``root`` (never raises on bad data)."""
     options = options or ReadOptions()
-    return _read(Path(os.path.abspath(os.fspath(root))), options, 0, set())
+    # A read allocates many small acyclic objects (decoded JSON, events); the
+    # cycle collector would walk them over and over while they are built and
+    # find nothing. Pause it for the read (about a tenth of the read time).
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        return _read(Path(os.path.abspath(os.fspath(root))), options, 0, set())
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> Session:

@@ -105,6 +105,7 @@ def build_steps(s: Session) -> None:
     steps: list[Step] = []
     unanswered: list[Any] = []
     first_step_of_response: dict[str, int] = {}
+    usage_of = s.metadata.get("usage_by_response") or {}
     for i in order:
         ev = events[i]
         if types[i] == "ACPToolCallEvent":
@@ -134,7 +135,7 @@ def build_steps(s: Session) -> None:
         args = call.arguments if call is not None else None
         thought = ev.text
         thinking = thinking_of(name, {"thought": thought}) if thought else None
-        if thinking is None and name != "think" and ev.reasoning:
+        if thinking is None and ev.reasoning and name != "think":
             thinking = ev.reasoning
         step = Step(len(steps) + 1, render_step_action(name, args), name, ans.text or "", thinking, ev.ref, ans.ref, ev.id, ans.id)
         rid = ev.response_id
@@ -145,7 +146,7 @@ def build_steps(s: Session) -> None:
                 step.extra["usage_shared_with_step"] = first_step_of_response[rid]
             else:
                 first_step_of_response[rid] = step.step_id
-                u = s.metadata.get("usage_by_response", {}).get(rid)
+                u = usage_of.get(rid)
                 if u is not None:
                     step.usage = dict(u)
                     if isinstance(u.get("cost"), (int, float)):
