@@ -64,6 +64,10 @@ def test_whole_corpus_converts_with_complete_accounting(corpus, tmp_path, src, t
     in_report = [(r["session"], repr(r["event_id"])) for r in rep["events"]]
     assert sorted(all_events) == sorted(in_report)
     assert rep["summary"]["events_dropped"] == 0
+    # Both OpenHands formats write naive local times; the report says they were read as UTC.
+    assert any(d["code"] == "export.naive-timestamp" for d in rep["diagnostics"]) == any(
+        isinstance(e.timestamp, str) and not e.timestamp.endswith(("Z", "+00:00")) and "+" not in e.timestamp[10:]
+        for s in session.walk() for e in s.events)
     assert all(r["code"] in ("export.entry", "export.step", "export.step-extra") for r in rep["events"])
     # Every native file a reader looked at is in the report with a code.
     files = [(s.id, f.path) for s in session.walk() for f in s.files]
@@ -123,6 +127,8 @@ def test_condensation_is_a_compaction_and_a_copied_context_step(corpus):
     assert len(c["trajkit:forgotten_event_ids"]) == 8
     assert c["config"]["model"] and c["config"]["tools"]
     assert c["usage"]["input_tokens"] > 0 and c["trajkit:response_id"] == "chatcmpl-stub-0005"
+    resp = [e.raw for e in f.entries if e.type == "response"]
+    assert all(isinstance(r["latency_ms"], int) for r in resp)
     doc = atif.project_session(f)[0][1]
     copied = [st for st in doc["steps"] if st.get("is_copied_context")]
     assert len(copied) == 1

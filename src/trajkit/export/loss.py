@@ -16,10 +16,10 @@ File codes: ``export.file-converted``, ``export.file-metadata``, ``export.file-o
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..model import Session
-from . import atif as atif_mod
 from .to_asf import AsfExport
 
 FILE_CODES = {
@@ -28,6 +28,8 @@ FILE_CODES = {
     "skipped": ("export.file-skipped", "the reader could not use it; see the diagnostics"),
     "ignored": ("export.file-ignored", "a sidecar the format itself ignores"),
 }
+
+_NAIVE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
 
 _EXTRA_GROUPS = ("config_entries", "custom", "labels", "info", "environments", "outcomes", "outcome", "links", "queued",
                  "runs", "dispatches", "decisions", "extensions")
@@ -135,6 +137,8 @@ def build_report(
             }
             if e.ref is not None and e.ref.line_start is not None:
                 rec["line"] = e.ref.line_start
+            if isinstance(e.timestamp, str) and _NAIVE.match(e.timestamp):
+                rec["_naive"] = True
             entries = list(p.entries) if p else []
             if target == "asf":
                 rec["asf_session"] = sid
@@ -163,6 +167,15 @@ def build_report(
             if not passthrough:
                 rec["raw_not_kept"] = {"code": "export.raw-not-kept", "members": _raw_members(e.raw)}
             events.append(rec)
+    naive = [r for r in events if r.get("_naive")]
+    for r in events:
+        r.pop("_naive", None)
+    if naive:
+        diagnostics.append({
+            "severity": "warning",
+            "code": "export.naive-timestamp",
+            "message": f"{len(naive)} event timestamp(s) carry no UTC offset; ASF needs UTC, so they were read as UTC",
+        })
     by_code: dict[str, int] = {}
     for r in files + events:
         by_code[r["code"]] = by_code.get(r["code"], 0) + 1

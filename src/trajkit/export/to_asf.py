@@ -421,6 +421,9 @@ def _convert(
             body["usage"] = r["usage"]
         if r["native_usage"] is not None:
             body["trajkit:usage"] = r["native_usage"]
+            lat = r["native_usage"].get("latency") if isinstance(r["native_usage"], dict) else None
+            if isinstance(lat, (int, float)) and not isinstance(lat, bool) and lat >= 0:
+                body["latency_ms"] = int(round(lat * 1000))
         if r["cost"] is not None:
             body["trajkit:cost_usd"] = r["cost"]
         for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
