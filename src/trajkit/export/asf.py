@@ -337,7 +337,6 @@ def _norm(v: Any, at: str, rec: list[dict[str, Any]]) -> Any:
             v.encode("utf-8")
             return v
         except UnicodeEncodeError:
-            fixed = v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
             fixed = re.sub("[\ud800-\udfff]", "\ufffd", v)
             rec.append({"at": at, "was": _json_text_of_surrogates(v)})
             return fixed
@@ -378,9 +377,10 @@ def _norm(v: Any, at: str, rec: list[dict[str, Any]]) -> Any:
 
 
 def _json_text_of_surrogates(s: str) -> str:
+    """The JSON text a string was written as (ASCII-escaped, so lone surrogates survive)."""
     import json
 
-    return json.dumps(s, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8") if False else json.dumps(s)
+    return json.dumps(s)
 
 
 # --------------------------------------------------------------------------- file model
@@ -1237,7 +1237,6 @@ def verify(f: AsfFile, check_requests: bool = True) -> list[Diagnostic]:
         out.append(Diagnostic(code, msg, sev, file=path, event_id=e.id if e is not None else None, line=e.line if e is not None else None))
 
     seen: dict[Any, Entry] = {}
-    position: dict[Any, int] = {}
     roots: list[Entry] = []
     base = f.header.get("base")
     call_ids: dict[str, Entry] = {}
@@ -1307,7 +1306,6 @@ def verify(f: AsfFile, check_requests: bool = True) -> list[Diagnostic]:
         if t == "item" and isinstance(o.get("item"), dict) and o["item"].get("type") == "item_reference":
             err("asf.item-reference", e, "item_reference is accepted but writers must not emit it", INFO)
         seen[eid] = e
-        position[eid] = idx
     # base: the file opens with the prefix path to base, then the session's own entries.
     if base is not None:
         _verify_base(f, base, roots, err)

@@ -112,8 +112,9 @@ class _Projection:
             extra.update(self.pending)
             self.pending = {}
         self._attach_native(st, e)
+        st["_index"] = len(self.steps)
         self.steps.append(st)
-        self.entry_step[e.id] = len(self.steps) - 1
+        self.entry_step[e.id] = st["_index"]
         return st
 
     def _attach_native(self, st: dict[str, Any], e: asf.Entry) -> None:
@@ -219,10 +220,7 @@ class _Projection:
             rec = {"entry_id": e.id, "type": t, **{k: v for k, v in asf.content_of(o).items() if k != NATIVE}}
             if self.passthrough and self._native(e) is not None:
                 rec[NATIVE] = self._native(e)
-            if key in ("runs", "dispatches", "decisions", "outcomes", "labels", "info", "environments", "links", "queued", "custom") or ":" in str(t):
-                self._pend(key, rec)
-            else:
-                self._pend(key, rec)
+            self._pend(key, rec)
         return self._finish()
 
     def _item(self, e: asf.Entry) -> None:
@@ -245,7 +243,7 @@ class _Projection:
                 st["extra"]["openresponses"]["items"].append(it)
                 if st["extra"]["agentsession"]["entry_id"] != e.id:
                     self._attach_native(st, e)
-            self.entry_step[e.id] = self.steps.index(st)
+            self.entry_step[e.id] = st["_index"]
             if typ == "message":
                 st["_texts"].append(_text_of(it.get("content")))
                 if it.get("phase") is not None:
@@ -298,9 +296,7 @@ class _Projection:
         result["extra"] = extra
         st.setdefault("observation", {"results": []})["results"].append(result)
         self.call_result[cid] = result
-        self.entry_step[e.id] = self.steps.index(st)
-        if self.pending and self.agent is None:
-            pass
+        self.entry_step[e.id] = st["_index"]
 
     def _response(self, e: asf.Entry) -> None:
         o = e.obj
@@ -314,7 +310,7 @@ class _Projection:
         if o.get("model"):
             st["model_name"] = o["model"]
         st["extra"]["response_entry_id"] = e.id
-        self.entry_step[e.id] = self.steps.index(st)
+        self.entry_step[e.id] = st["_index"]
         if self.passthrough:
             st["extra"].setdefault("openresponses", {"items": []})["response"] = {k: v for k, v in o.items() if k not in ("id", "parent", "type", NATIVE)}
         for k in ("status", "error", "incomplete", "latency_ms", "request_hash"):
@@ -415,6 +411,7 @@ class _Projection:
             steps.append({"source": "system", "message": "", "extra": {"empty_session": True}})
         for i, st in enumerate(steps, start=1):
             st["step_id"] = i
+            st.pop("_index", None)
             texts = st.pop("_texts", None)
             reasoning = st.pop("_reasoning", None)
             if st["source"] == "agent":
@@ -520,25 +517,3 @@ def _fork_point(f: asf.AsfFile, leaf: str, main: str | None) -> str | None:
         if e.id in on_main:
             return e.id
     return None
-
-
-def step_of_entries(doc: dict[str, Any]) -> dict[str, int]:
-    """Which step each ASF entry id went to, read back from a document's extras."""
-    out: dict[str, int] = {}
-    for st in doc.get("steps", []):
-        ex = st.get("extra") or {}
-        sid = st["step_id"]
-        ids = [ex.get("agentsession", {}).get("entry_id"), ex.get("response_entry_id"), *ex.get("item_entry_ids", [])]
-        for group in ("config_entries", "custom", "labels", "info", "environments", "outcomes", "links", "queued",
-                      "runs", "dispatches", "decisions", "extensions"):
-            for rec in ex.get(group, []) + (ex.get("trailing", {}) or {}).get(group, []):
-                if isinstance(rec, dict):
-                    ids.append(rec.get("entry_id"))
-        for res in (st.get("observation") or {}).get("results", []):
-            ids.append(((res.get("extra") or {}).get("agentsession") or {}).get("entry_id"))
-            for ref in res.get("subagent_trajectory_ref") or []:
-                ids.append(((ref.get("extra") or {}).get("agentsession") or {}).get("entry_id"))
-        for i in ids:
-            if isinstance(i, str):
-                out.setdefault(i, sid)
-    return out
