@@ -58,14 +58,26 @@ def test_corrupt_event_file_yields_a_certificate(cli, tmp_path, green):
     err = next((conv / "events").glob("event-00001-*.json"))
     err.write_bytes(err.read_bytes()[:40])  # a half-written last event
     doc = _cert(cli("certify", conv, "--visible", green, "--holdout", green, "--json", "--out", tmp_path / "c.json"))
-    assert doc["state"] in ("FailedUnverifiable", "FailedBlocked")
+    # the error event that would classify the end is unreadable: no guess at "blocked"
+    assert doc["state"] == "FailedUnverifiable" and doc["reason"].startswith("unreadable trajectory")
     assert doc["capabilities"]["trajectory"] == "incomplete"
+    assert any(d["code"] == "certify.trajectory-incomplete" for d in doc["diagnostics"])
     assert (tmp_path / "c.json").is_file()
     # a finished run with a corrupt event can never certify as Succeeded
     fin = fixture_copy("finished", tmp_path / "fin")
     (fin / "events" / "event-00001-0000aaaa-0000-4000-8000-000000000000.json").write_text('{"id": "0000aaaa-0000-4000-8000-000000000000", "kind": "ActionEv')
     doc = _cert(cli("certify", fin, "--visible", green, "--holdout", green, "--json"))
     assert doc["state"] == "FailedUnverifiable" and "unreadable trajectory" in doc["reason"]
+
+
+def test_truncated_only_event_of_the_finished_fixture(cli, tmp_path, green):
+    fin = fixture_copy("finished", tmp_path / "fin")
+    ev = next((fin / "events").glob("event-*.json"))
+    ev.write_bytes(ev.read_bytes()[: len(ev.read_bytes()) // 2])
+    out = tmp_path / "cert.json"
+    doc = _cert(cli("certify", fin, "--workspace", GREEN_WS, "--visible", green, "--holdout", green, "--json", "--out", out))
+    assert doc["state"] == "FailedUnverifiable" and doc["reason"].startswith("unreadable trajectory")
+    assert json.loads(out.read_text())["state"] == "FailedUnverifiable"
 
 
 def test_corrupt_v0_event_file_yields_a_certificate(cli, tmp_path, corpus, green):

@@ -88,6 +88,27 @@ def _as_dict(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
+def _calls_of(e: Event) -> list[tuple[str, dict[str, Any]]]:
+    """Every (tool / action name, argument mapping) an action event carries:
+    the one native action of an OpenHands event, or each tool call of any
+    other format's event (parallel calls in one event included)."""
+    raw = _as_dict(e.raw)
+    if raw.get("kind") == "ActionEvent" or "tool_call" in raw or isinstance(raw.get("action"), (dict, str)) or not e.tool_calls:
+        return [_args_of(e)]
+    out = []
+    for tc in e.tool_calls:
+        args = tc.arguments
+        if isinstance(args, str):
+            import orjson
+
+            try:
+                args = orjson.loads(args)
+            except orjson.JSONDecodeError:
+                args = {"_raw": args}
+        out.append((tc.name or e.type, args if isinstance(args, dict) else {"_raw": args}))
+    return out
+
+
 def _args_of(e: Event) -> tuple[str, dict[str, Any]]:
     """The native tool / action name and its argument mapping."""
     raw = _as_dict(e.raw)
@@ -265,14 +286,14 @@ def _normalize_one(session: Session, out: list[Action], workspace: str | None, a
     for e in session.events:
         if not _is_agent_action(e):
             continue
-        name, args = _args_of(e)
         obs = pairs.get(e.id)
-        if name in _NOT_EFFECTS_V1 or name in _NOT_EFFECTS_V0:
-            continue
-        if name in ("FinishAction", "finish") or name.lower() == "finish":
-            add(CLAIM, name, e, command=str(args.get("message") or args.get("final_thought") or "")[:500])
-            continue
-        _normalize_action(e, name, args, obs, res, add)
+        for name, args in _calls_of(e):
+            if name in _NOT_EFFECTS_V1 or name in _NOT_EFFECTS_V0:
+                continue
+            if name in ("FinishAction", "finish") or name.lower() in ("finish", "submit", "attempt_completion", "task_complete"):
+                add(CLAIM, name, e, command=str(args.get("message") or args.get("final_thought") or args.get("result") or "")[:500])
+                continue
+            _normalize_action(e, name, args, obs, res, add)
         wd = _obs_working_dir(obs)
         if wd:
             res.cwd = wd
@@ -291,7 +312,8 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
         _shell(e, name, text, res, add)
         return
     # --- file editors (OpenHands V1 file_editor, V0 read/write/edit, str_replace_editor)
-    path = args.get("path") or args.get("file_path") or args.get("filename") or args.get("absolute_path")
+    path = (args.get("path") or args.get("file_path") or args.get("filePath") or args.get("filename") or args.get("absolute_path")
+            or args.get("target_file") or args.get("notebook_path") or args.get("file"))
     if isinstance(path, str) and path:
         is_write = False
         content = None
@@ -307,10 +329,14 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
                 content = args.get("content")
         elif name in ("edit", "EditAction", "FileEditAction") or any(w in lname for w in ("write", "edit", "create", "replace", "insert", "patch", "delete", "remove")):
             is_write = True
-            content = args.get("new_str") or args.get("content") or args.get("file_text") or args.get("new_string")
-        if "Grep" in name or "Glob" in name or lname in ("grep", "glob"):
+            content = args.get("new_str") or args.get("content") or args.get("file_text") or args.get("new_string") or args.get("newString")
+        if "Grep" in name or "Glob" in name or lname in ("grep", "glob", "list", "ls", "list_directory", "listdirectoryaction"):
             is_write = False
-        add(WRITE if is_write else READ, name, e, path=path, content=content if isinstance(content, str) else None, via="editor")
+        listing = not is_write and obs is not None and isinstance(obs.text, str) and "files and directories up to" in obs.text[:200]
+        if lname in ("list", "ls", "list_directory", "listdirectoryaction", "glob", "globaction"):
+            listing = True
+        add(WRITE if is_write else READ, name, e, path=path, content=content if isinstance(content, str) else None, via="editor",
+            detail={"listing": True} if listing else {})
         return
     # --- code execution (V0 run_ipython, tools taking code)
     code = args.get("code")
@@ -332,10 +358,17 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
             if target and target != "/dev/null":
                 add(WRITE, name, e, path=target.strip(), content=patch, via="editor")
         return
-    # --- fetches
+    # --- fetches (browse / web fetch; browser action scripts name their URLs)
     url = args.get("url")
     if isinstance(url, str) and url:
         add(FETCH, name, e, command=url, via="tool")
+        return
+    script = args.get("browser_actions")
+    if isinstance(script, str) and script:
+        for u in re.findall(r"https?://[^\s'\")]+|file://[^\s'\")]+", script):
+            add(FETCH, name, e, command=u, via="tool")
+            if u.startswith("file://"):
+                add(READ, name, e, path=u[len("file://"):], via="tool")
         return
     # --- anything else: name + arguments as an exec token; path-shaped argument values as refs
     import orjson

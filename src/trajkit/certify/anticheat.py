@@ -121,7 +121,7 @@ def scan_actions(actions: list[Action], cfg: RuleConfig) -> list[Finding]:
         target = _target_for_match(a)
         if a.op in (READ, REF) and target:
             g = P.match_any(target, cfg.protect)
-            if g and a.via == "shell" and a.tool in LISTERS:
+            if g and ((a.via == "shell" and a.tool in LISTERS) or a.detail.get("listing")):
                 out.append(Finding("protected-list", MEDIUM, f"listing of the protected path {target} (protected by {g})", [_ev(a)]))
             elif g:
                 out.append(Finding("protected-read", HIGH, f"read of the protected path {target} (protected by {g})", [_ev(a)]))

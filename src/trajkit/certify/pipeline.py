@@ -153,8 +153,12 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
 
     # --- trajectory
     problems = _trajectory_problems(session)
+    if problems and outcome.external_error and outcome.external_error.startswith("unclassified engine error"):
+        # the events that would classify this error end could not be read: say so, do not guess "blocked"
+        outcome = EngineOutcome(False, status=outcome.status, signal="error status, but the error events that would classify it are unreadable",
+                                evidence=outcome.evidence)
     if problems:
-        incomplete.append(f"unreadable trajectory: {len(problems)} problem(s), first: {problems[0]}")
+        incomplete.insert(0, f"unreadable trajectory: {len(problems)} problem(s), first: {problems[0]}")
         diagnostics.extend({"severity": "error", "code": "certify.trajectory-incomplete", "message": p} for p in problems[:50])
     actions = normalize(session, ws, opts.agent_workspace)
     test_count = workspace_test_file_count(ws) if ws and os.path.isdir(ws) else None

@@ -165,6 +165,8 @@ def project(
     if missing:
         return out(FAILED_SPEC_GAP, "criteria without a mapped check: " + ", ".join(missing))
     if ac_problem:
+        if ac_problem.startswith("unreadable trajectory"):
+            return out(FAILED_UNVERIFIABLE, ac_problem)
         return out(FAILED_UNVERIFIABLE, f"anticheat cannot vouch for the run: {ac_problem}")
     if gate_problem:
         return out(FAILED_UNVERIFIABLE, f"gate cannot vouch for the run: {gate_problem}")
