@@ -350,3 +350,27 @@ def test_canonical_equals_rfc8785():
     for _ in range(2000):
         v = value()
         assert asf.canonical(v) == rfc8785.dumps(v)
+
+
+@pytest.mark.parametrize("name", ["basic", "legacy"])
+def test_agenteval_harness_sessions_verify(corpus, name):
+    """Harness-written files (struct key order, escaped <>&) are not canonical
+    lines, yet every id recomputes over the canonical form."""
+    f = asf.read_asf(AGENTEVAL / f"{name}.jsonl")
+    assert errors(asf.verify(f)) == []
+    assert asf.write_asf(f) == (AGENTEVAL / f"{name}.jsonl").read_bytes()
+
+
+def test_fuzz_entry_is_reported_not_raised(corpus):
+    """The Go fuzz corpus entry: a header with mis-cased keys, then junk."""
+    import ast
+
+    text = (TESTDATA / "fuzz" / "FuzzScanRead" / "b95f73428d24e88f").read_text()
+    literal = text.split("[]byte(", 1)[1].rsplit(")", 1)[0]
+    data = ast.literal_eval(literal).encode()
+    f = asf.read_asf(data)
+    codes = {d.code for d in asf.verify(f)}
+    # JSON member names are case-sensitive: no format, created_at or payload.
+    assert "asf.header-invalid" in codes and "asf.truncated-final-line" in codes
+    assert f.entries == [] and f.header["type"] == "session"
+    assert asf.write_asf(f) == data

@@ -353,3 +353,30 @@ def test_event_tree_becomes_an_asf_tree(corpus, tmp_path):
     assert any(d["extra"].get("abandoned_at") for d in abandoned)
     # Every event, on any branch, is placed in some document.
     assert res.report["summary"]["events_dropped"] == 0 and res.report["unaccounted"] == []
+
+
+def test_token_ids_and_logprobs_reach_atif_metrics():
+    """A reader that captured token ids and logprobs (Event.extra) gets them in
+    the step metrics; a hand-built session, since no corpus source has them."""
+    from trajkit.model import Event, Session, ToolCall
+
+    s = Session(format="hand-built", source_path="mem", id="tok")
+    s.events = [
+        Event(id=1, kind="message", type="message", raw={"id": 1}, source="user", role="user", timestamp="2026-01-01T00:00:00Z", text="hi"),
+        Event(id=2, kind="action", type="run", raw={"id": 2}, source="agent", role="assistant", timestamp="2026-01-01T00:00:01Z",
+              text="running", tool_calls=[ToolCall(name="run", arguments={"command": "ls"}, call_id="c1")], response_id="r1",
+              usage={"prompt_tokens": 5, "completion_tokens": 3, "cost": 0.25},
+              extra={"prompt_token_ids": [1, 2, 3, 4, 5], "completion_token_ids": [7, 8, 9], "logprobs": [-0.1, -0.2, -0.3]}),
+        Event(id=3, kind="observation", type="run", raw={"id": 3}, source="environment", role="tool", timestamp="2026-01-01T00:00:02Z",
+              text="a.txt", call_id="c1", cause=2),
+    ]
+    export = to_asf.session_to_asf(s, request_hashes=False)
+    doc = atif.project_session(export.root)[0][1]
+    atif_pkg.Trajectory.model_validate(doc)
+    agent = [st for st in doc["steps"] if st["source"] == "agent"][0]
+    m = agent["metrics"]
+    assert m["prompt_token_ids"] == [1, 2, 3, 4, 5] and m["completion_token_ids"] == [7, 8, 9]
+    assert m["logprobs"] == [-0.1, -0.2, -0.3] and m["cost_usd"] == 0.25
+    assert m["prompt_tokens"] == 5 and m["completion_tokens"] == 3
+    assert doc["final_metrics"]["total_cost_usd"] == 0.25
+    assert agent["observation"]["results"][0] == {**agent["observation"]["results"][0], "source_call_id": "c1", "content": "a.txt"}
