@@ -576,11 +576,6 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
 
 def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> Session:
     s = Session(format=FORMAT_NAME, source_path=str(root), view="events")
-    try:
-        real = os.path.realpath(root)
-    except OSError:
-        real = str(root)
-    visiting = visiting | {real}
     tz = _zone(options.tz, s)
     cap = options.max_file_bytes
     root_s = str(root)
@@ -833,6 +828,11 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
                 s.task, s.task_source = t, "meta.json initial_message"
 
     # --- children
+    if child_dirs:
+        try:
+            visiting = visiting | {os.path.realpath(root)}
+        except OSError:
+            visiting = visiting | {str(root)}
     for cd in child_dirs:
         if depth + 1 > MAX_CHILD_DEPTH:
             s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=str(cd))
