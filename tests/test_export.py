@@ -4,6 +4,7 @@ ATIF, through the normalized session, with the loss report."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 from pathlib import Path
@@ -308,6 +309,14 @@ def test_redaction(corpus, tmp_path):
         f = asf.read_asf(p)
         assert f.header["redacted"] is True
         assert [d for d in asf.verify(f) if d.severity == "error"] == []
+    # A secret inside a call id: the id stays a valid, matching Open Responses call id.
+    res = convert(session, "asf", tmp_path / "ids", secrets=["call_1_0"])
+    assert res.ok, res.problems
+    f = asf.read_asf(res.outputs[0])
+    items = [e.raw["item"] for e in f.entries if e.type == "item"]
+    ids = {i["call_id"] for i in items if i["type"] == "function_call"}
+    assert "call_1_0" not in ids and all(re.match(r"^[A-Za-z0-9_-]{1,64}$", c) for c in ids)
+    assert {i["call_id"] for i in items if i["type"] == "function_call_output"} <= ids
 
 
 def test_convert_cli(corpus, tmp_path):

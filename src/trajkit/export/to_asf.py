@@ -240,6 +240,12 @@ class _Builder:
             body[NATIVE] = ref
         if self.redactor.active:
             body = self.redactor.value(body)
+            item = body.get("item")
+            if isinstance(item, dict):
+                # A redacted call id or tool name must still match Open Responses' pattern.
+                for k in ("call_id", "name"):
+                    if isinstance(item.get(k), str) and not _CALL_ID_RE.match(item[k]):
+                        item[k] = _NAME_RE.sub("_", item[k])[:64] or "redacted"
         body, rec, safe = asf.prepare(body)
         if rec:
             self.normalised += len(rec)
