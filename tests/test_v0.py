@@ -533,3 +533,14 @@ def test_lazy_line_ranges_pickle_and_compact_exports(tmp_path):
     for e in o.events:
         block = "\n".join(lines[e.ref.line_start - 1 : e.ref.line_end]).rstrip(",")
         assert json.loads(block) == e.raw
+
+
+def test_bare_file_sniff_needs_a_v0_head(tmp_path):
+    other = tmp_path / "calls.json"
+    other.write_text(json.dumps([{"turn": 0, "request": {"tools": [{"name": "x", "parameters": {"action": {}, "observation": {}}}]}}]))
+    assert v0.sniff(other, "*.json") is None
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + (FLAT / "basic.json").read_bytes())
+    assert v0.sniff(bom, "*.json") is not None
+    s = trajkit.read(bom)
+    assert s.view == "flat_export" and any(d.code == "json.nonstandard" for d in s.diagnostics)

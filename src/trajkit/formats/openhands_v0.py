@@ -160,20 +160,21 @@ def locate(root: Path) -> Layout | None:
     return None
 
 
+_V0_LIST_HEAD = re.compile(rb'\s*\[\s*(?:\]|\{\s*"id"\s*:\s*-?\d)')
+
+
 def _looks_like_v0_list(path: Path) -> bool:
-    """Whether a file's first bytes look like a V0 event list."""
+    """Whether a file starts like a V0 event list: ``[`` then ``]`` or an
+    object whose first member is an integer ``id`` (the serializer always
+    writes ``id`` first)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(4096)
+            head = f.read(256)
     except OSError:
         return False
-    s = head.lstrip()
-    if not s.startswith(b"["):
-        return False
-    rest = s[1:].lstrip()
-    if rest.startswith(b"]"):
-        return True
-    return rest.startswith(b"{") and (b'"action"' in head or b'"observation"' in head)
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:]
+    return _V0_LIST_HEAD.match(head) is not None
 
 
 def _trial_of_session_dir(d: Path) -> Path:
