@@ -308,7 +308,7 @@ def rebuild_context(session_or_path: Any, at: Any = None, merge_users: bool | No
         )
     views = [view(e.raw) for e in s.events]
     ids = [e.id for e in s.events]
-    parents = tree.effective_parents(ids, [(v.parent_present, v.raw.get("parent_id")) for v in views])
+    parents = tree.effective_parents(ids, [v.parent_id for v in views])
     for i, e in enumerate(s.events):  # links the reader bridged over unreadable files
         if "effective_parent_id" in e.extra:
             parents[i] = e.extra["effective_parent_id"]

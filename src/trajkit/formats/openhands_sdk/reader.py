@@ -676,7 +676,6 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
     s.diagnostics.extend(scan.diagnostics)
     events: list[Event] = []
     kinds: list[Any] = []
-    parent_fields: list[tuple[bool, Any]] = []
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
     files_append = s.files.append
@@ -735,7 +734,6 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
         files_append(SourceFile(path, "event", "read", len(data), [eid], EVENT))
         events.append(ev)
         kinds.append(kind)
-        parent_fields.append(("parent_id" in raw, raw.get("parent_id")))
     for ef in scan.others:
         if ef.status == layout.SIDECAR:
             files_append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
@@ -748,7 +746,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
     b = tree.branch(
         [e.id for e in events],
         kinds,
-        parent_fields,
+        [e.parent_id for e in events],
         state.get("leaf_event_id"),
         state.get("head_is_empty"),
         file=state_file,

@@ -32,25 +32,26 @@ class Branching:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def effective_parents(ids: list[str | None], parent_fields: list[tuple[bool, object]]) -> list[str | None]:
-    """Each event's parent as the SDK resolves it: ``__root__`` starts a new
-    root, an explicit id is the parent, and a missing one means the previous
-    event (legacy linear logs) or none for the first event."""
+def effective_parents(ids: list[str | None], written: list[str | None]) -> list[str | None]:
+    """Each event's parent as the SDK resolves it from the ``parent_id``
+    written (a string, or None when absent or null): ``__root__`` starts a
+    new root, an id is the parent, and none means the previous event
+    (legacy linear logs) or no parent for the first event."""
     out: list[str | None] = []
-    for i, (present, pid) in enumerate(parent_fields):
-        if present and isinstance(pid, str):
+    prev: str | None = None
+    for eid, pid in zip(ids, written):
+        if pid is not None:
             out.append(None if pid == ROOT_MARK else pid)
-        elif i == 0:
-            out.append(None)
         else:
-            out.append(ids[i - 1])
+            out.append(prev)
+        prev = eid
     return out
 
 
 def branch(
     ids: list[str | None],
     kinds: list[str | None],
-    parent_fields: list[tuple[bool, object]],
+    written_parents: list[str | None],
     leaf_event_id: object = None,
     head_is_empty: object = None,
     file: str | None = None,
@@ -64,7 +65,7 @@ def branch(
     bridged to the readable event just before it (``file_indices`` gives
     each event's file index), so one bad file does not cut the history.
     """
-    parents = effective_parents(ids, parent_fields)
+    parents = effective_parents(ids, written_parents)
     b = Branching(parents=parents)
     index: dict[str, int] = {}
     for i, eid in enumerate(ids):
