@@ -370,3 +370,33 @@ def test_core_install_reads_and_derives_captured_turns(tok, tmp_path):
     assert r.returncode == 2 and "rl extra" in r.stderr
     r = _core_only("from trajkit.cli import main; main()", "proxy", "--upstream", "http://127.0.0.1:1", "--out", str(tmp_path / "p"))
     assert r.returncode == 2 and "proxy extra" in r.stderr
+
+
+def test_turns_cli_several_rollouts(cli, tok, tokdir, tmp_path):
+    """A GRPO group: several rollouts into one --out and one --trl batch."""
+    recs, ex = make_records(tok)
+    a = write_rollout(tmp_path / "a", recs, {"reward": 1.0})
+    b = write_rollout(tmp_path / "b", recs[:3], {"reward": 0.0})
+    out = tmp_path / "group.parquet"
+    r = cli("turns", a, b, "--tokenizer", tokdir, "--out", out, "--trl", tmp_path / "trl.json",
+            "--summary", tmp_path / "summary.json", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [d["summary"]["kept_turns"] for d in doc["rollouts"]] == [3, 2]
+    assert doc["skipped"] == []
+    pq = pytest.importorskip("pyarrow.parquet")
+    table = pq.read_table(out).to_pylist()
+    assert [(Path(row["rollout"]).name, row["index"]) for row in table] == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]
+    assert [row["reward"] for row in table] == [1.0, 1.0, 1.0, 0.0, 0.0]
+    trl = json.loads((tmp_path / "trl.json").read_text())
+    assert trl["prompt_ids"] == [ex["prompt_ids"][0], ex["prompt_ids"][0]]
+    assert trl["env_reward"] == [1.0, 0.0]
+    assert [s["reward"] for s in json.loads((tmp_path / "summary.json").read_text())] == [1.0, 0.0]
+    # a directory with no calls among them: reported, the rest still derived, exit 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = cli("turns", a, empty, "--tokenizer", tokdir, "--json")
+    assert r.returncode == 1
+    doc = json.loads(r.stdout)
+    assert doc["skipped"] == [str(empty)] and len(doc["rollouts"]) == 1
+    assert "no captured model calls" in r.stderr

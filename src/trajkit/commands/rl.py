@@ -12,79 +12,144 @@ from ..cli import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, echo_json, fail, size_opti
 
 
 @click.command("turns")
-@click.argument("rollout", type=click.Path(exists=True))
+@click.argument("rollouts", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(exists=True), default=None,
               help="Local tokenizer directory (tokenizer.json + tokenizer_config.json with a chat_template). "
                    "Needed unless the trace captured prompt ids.")
 @click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
               help="Write the turns here: .jsonl (a row a line), .json (a list) or .parquet.")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the rollout summary (reward, turn and tool-call counts) as JSON here.")
+              help="Also write the rollout summary (reward, turn and tool-call counts) as JSON here (a list for several rollouts).")
 @click.option("--trl", "trl_path", type=click.Path(dir_okay=False), default=None,
               help="Also write what TRL's rollout_func returns (prompt_ids, completion_ids, logprobs, env_mask) as JSON here.")
 @click.option("--reward", type=float, default=None, help="The rollout's reward (overrides summary.json).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary, dropped calls and diagnostics (and the turns, without --out) as JSON.")
 @click.option("--strict", is_flag=True, help="Exit 1 when a capture check warns (lost tokens, missing logprobs, drift).")
 @size_option
-def turns_cmd(rollout, tokenizer_path, out_path, summary_path, trl_path, reward, as_json, strict, max_file_bytes):
-    """Derive training turns from the rollout trace at ROLLOUT.
+def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward, as_json, strict, max_file_bytes):
+    """Derive training turns from the rollout trace(s) at ROLLOUTS.
 
     Keeps the agent's own calls (the system prompt of the first tool-enabled
     call), takes output ids and logprobs exactly as captured, and renders each
     prompt with the tokenizer's chat template and the request's tools unless
-    the trace captured prompt ids.
+    the trace captured prompt ids. Several rollouts (a GRPO group) go into one
+    --out / --trl, in the order given.
     """
     from ..cli import load_session
     from ..jsonio import dumps
     from ..model import TrajkitError
 
-    session = load_session(rollout, "rollout-trace", max_file_bytes)
-    if not any(e.type.startswith("model_call") for e in session.events):
-        for d in session.diagnostics:
-            click.echo(str(d), err=True)
-        fail(f"{rollout}: no captured model calls to derive turns from")
+    tokenizer = None
     try:
-        from ..rl.turns import derive_turns, write_turns
+        from ..rl.turns import derive_turns, merge_rollout_funcs, write_turns
 
-        result = derive_turns(session, tokenizer_path, reward=reward)
+        if tokenizer_path:
+            from ..rl.tokenize import load_tokenizer
+
+            tokenizer = load_tokenizer(tokenizer_path)
     except TrajkitError as e:
         fail(str(e))
-    except ImportError as e:
+    except ImportError as e:  # pragma: no cover - depends on the install
         fail(f"turns need the rl extra (pip install 'trajkit[rl]'): {e}")
+
+    results, sessions, skipped = [], [], []
+    with _Progress(len(rollouts)) as progress:
+        for path in rollouts:
+            session = load_session(path, "rollout-trace", max_file_bytes)
+            if not any(e.type.startswith("model_call") for e in session.events):
+                for d in session.diagnostics:
+                    click.echo(str(d), err=True)
+                if len(rollouts) == 1:
+                    fail(f"{path}: no captured model calls to derive turns from")
+                click.echo(f"trajkit: {path}: no captured model calls to derive turns from; skipped", err=True)
+                skipped.append(path)
+                continue
+            try:
+                result = derive_turns(session, tokenizer, reward=reward, progress=progress.calls(path))
+            except TrajkitError as e:
+                fail(f"{path}: {e}" if len(rollouts) > 1 else str(e))
+            results.append(result)
+            sessions.append(session)
     written = {}
     try:
         if out_path:
-            written["turns"] = str(write_turns(result, out_path))
+            written["turns"] = str(write_turns(results, out_path))
         if summary_path:
-            Path(summary_path).write_bytes(dumps(result.summary, indent=True) + b"\n")
+            summ = results[0].summary if len(rollouts) == 1 else [r.summary for r in results]
+            Path(summary_path).write_bytes(dumps(summ, indent=True) + b"\n")
             written["summary"] = summary_path
         if trl_path:
-            Path(trl_path).write_bytes(dumps(result.rollout_func()) + b"\n")
+            trl = results[0].rollout_func() if len(rollouts) == 1 else merge_rollout_funcs(results)
+            Path(trl_path).write_bytes(dumps(trl) + b"\n")
             written["trl"] = trl_path
     except (TrajkitError, OSError) as e:
         fail(str(e))
-    diags = session.diagnostics + result.diagnostics
-    if as_json:
+    docs = []
+    for session, result in zip(sessions, results):
+        diags = session.diagnostics + result.diagnostics
         doc = {
             "summary": result.summary,
             "dropped": result.dropped,
             "tokenizer": result.tokenizer,
-            "written": written,
             "diagnostics": [d.to_dict() for d in diags],
         }
         if not out_path:
             doc["turns"] = [t.to_dict() for t in result.turns]
-        echo_json(doc)
+        docs.append(doc)
+        if not as_json:
+            _print_turns(result)
+            for d in diags:
+                if d.severity != "info":
+                    click.echo(str(d), err=True)
+    if as_json:
+        if len(rollouts) == 1:
+            echo_json({**docs[0], "written": written})
+        else:
+            echo_json({"rollouts": docs, "skipped": skipped, "written": written})
     else:
-        _print_turns(result, written)
-        for d in diags:
-            if d.severity != "info":
-                click.echo(str(d), err=True)
-    if strict and any(d.severity != "info" for d in result.diagnostics):
+        for k, v in written.items():
+            click.echo(f"wrote {k}: {v}")
+    warned = any(d.severity != "info" for r in results for d in r.diagnostics)
+    if skipped or (strict and warned):
         sys.exit(EXIT_CHECK_FAILED)
 
 
-def _print_turns(result, written) -> None:
+class _Progress:
+    """A transient progress bar on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, rollouts: int) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.enabled = self.console.is_terminal
+        self.rollouts = rollouts
+        self._p = None
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                               console=self.console, transient=True)
+            self._p.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._p is not None:
+            self._p.__exit__(*exc)
+
+    def calls(self, path: str):
+        if self._p is None:
+            return None
+        task = self._p.add_task(f"turns of {Path(path).name}", total=None)
+
+        def update(done: int, total: int) -> None:
+            self._p.update(task, completed=done, total=total)
+
+        return update
+
+
+def _print_turns(result) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -112,8 +177,6 @@ def _print_turns(result, written) -> None:
     )
     for d in result.dropped:
         console.print(f"dropped turn {d['turn']}: {d['reason']}")
-    for k, v in written.items():
-        console.print(f"wrote {k}: {v}")
 
 
 @click.command("proxy")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..formats.rollout_trace import AGENT, CallInfo, classify, parse_call
 from ..jsonio import dumps_python
@@ -177,6 +177,7 @@ def derive_turns(
     *,
     reward: float | None = None,
     tool_call_markers: tuple[str, ...] | None = DEFAULT_TOOL_CALL_MARKERS,
+    progress: Callable[[int, int], None] | None = None,
 ) -> TurnsResult:
     """The training turns of a rollout (a Session read as ``rollout-trace``,
     or a path to read).
@@ -186,7 +187,8 @@ def derive_turns(
     check. ``reward`` overrides the one in ``summary.json``. Bad data never
     raises: it becomes diagnostics (and dropped turns). Raises
     :class:`~trajkit.rl.tokenize.TokenizerError` only when a prompt must be
-    re-tokenized and no usable tokenizer was given.
+    re-tokenized and no usable tokenizer was given. ``progress(done, total)``
+    is called as calls are processed.
     """
     from .tokenize import TokenizerError, decode, load_tokenizer, render_prompt_ids, tokenizer_identity, chat_template_of
 
@@ -222,7 +224,9 @@ def derive_turns(
     finish: dict[str, int] = {}
     sources: dict[str, int] = {}
     drifted = 0
-    for call, eid, line in calls:
+    for n_done, (call, eid, line) in enumerate(calls):
+        if progress is not None:
+            progress(n_done, len(calls))
         reason = None
         if call.failed:
             reason = f"upstream error (status {call.upstream_status})"
@@ -356,6 +360,8 @@ def derive_turns(
         for tc in call.tool_calls:
             by_tool[tc.name] = by_tool.get(tc.name, 0) + 1
 
+    if progress is not None:
+        progress(len(calls), len(calls))
     if dropped:
         why: dict[str, int] = {}
         for d in dropped:
@@ -409,13 +415,29 @@ def _count_codes(diags: list[Diagnostic]) -> dict[str, int]:
     return out
 
 
-def write_turns(result: TurnsResult, path: str | os.PathLike) -> Path:
-    """Write the turns' rows to ``path``: ``.jsonl`` (one row a line),
-    ``.json`` (a list of rows) or ``.parquet`` (needs pyarrow)."""
+def merge_rollout_funcs(results: list[TurnsResult]) -> dict[str, list[Any]]:
+    """The :meth:`TurnsResult.rollout_func` outputs of several rollouts as one
+    batch (each key's lists concatenated, in order)."""
+    out: dict[str, list[Any]] = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": []}
+    parts = [r.rollout_func() for r in results]
+    with_reward = bool(parts) and all("env_reward" in p for p in parts)
+    for p in parts:
+        for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask"):
+            out[k].extend(p[k])
+        if with_reward:
+            out.setdefault("env_reward", []).extend(p["env_reward"])
+    return out
+
+
+def write_turns(result: TurnsResult | list[TurnsResult], path: str | os.PathLike) -> Path:
+    """Write the turns' rows (of one rollout or several, in order) to
+    ``path``: ``.jsonl`` (one row a line), ``.json`` (a list of rows) or
+    ``.parquet`` (needs pyarrow)."""
     from ..jsonio import dumps
 
     p = Path(path)
-    rows = result.rows()
+    results = result if isinstance(result, list) else [result]
+    rows = [row for r in results for row in r.rows()]
     suffix = p.suffix.lower()
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(p.name + ".tmp")
