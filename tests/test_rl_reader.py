@@ -221,3 +221,56 @@ def test_exports_carry_token_ids(cli, tmp_path):
     assert json.loads(r.stdout)["summary"]["events_dropped"] == 0
     r = cli("show", FIX / "rollout_dir")
     assert r.returncode == 0 and "echo hello > hello.txt" in r.stdout
+
+
+def _agent_record(turn, messages, content, tool_calls, ids):
+    ents = [{"token": f"token_id:{i}", "logprob": -0.5} for i in ids]
+    msg = {"role": "assistant", "content": content}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    return {"turn": turn, "request": {"model": "m", "messages": messages, "tools": [{"type": "function", "function": {"name": "bash"}}]},
+            "response": {"id": f"r{turn}", "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+                         "usage": {"completion_tokens": len(ids)}},
+            "logprobs": ents, "completion_tokens": [e["token"] for e in ents], "completion_token_ids": [],
+            "per_token_logps": [-0.5] * len(ids), "finish_reason": "tool_calls" if tool_calls else "stop"}
+
+
+def test_parallel_tool_calls_become_grouped_steps(tmp_path):
+    base = [{"role": "system", "content": "S"}, {"role": "user", "content": "go"}]
+    tcs = [{"id": "c1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+           {"id": "c2", "type": "function", "function": {"name": "read", "arguments": '{"filePath": "a"}'}}]
+    msgs2 = base + [{"role": "assistant", "content": "", "tool_calls": tcs},
+                    {"role": "tool", "tool_call_id": "c2", "content": "A"},
+                    {"role": "tool", "tool_call_id": "c1", "content": "a\nb"}]
+    recs = [_agent_record(1, base, "", tcs, [1, 2, 3]), _agent_record(2, msgs2, "done", [], [4])]
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    s = read(tmp_path)
+    assert [(st.action, st.observation, st.parallel_group) for st in s.steps] == [
+        ("ls", "a\nb", "r1"),
+        ('read({"filePath": "a"})', "A", "r1"),
+    ]
+    assert [e.cause for e in s.events if e.kind == OBSERVATION] == ["turn-1", "turn-1"]
+    # the history message that repeats the captured reply is not a second event
+    assert [e.id for e in s.events if e.role == "assistant"] == ["turn-1", "turn-2"]
+
+
+def test_json_file_holding_jsonl_and_other_traces(tmp_path):
+    recs = json.loads((FIX / "rollout_dir" / "trace.json").read_text())
+    (tmp_path / "trace.json").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "proxy_trace.jsonl").write_text("")
+    s = read(tmp_path)
+    assert "rollout.jsonl-in-json" in codes(s) and "rollout.other-traces" in codes(s)
+    assert len([e for e in s.events if e.type.startswith("model_call")]) == 3
+    assert {Path(f.path).name: f.status for f in s.files}["proxy_trace.jsonl"] == "unused"
+    (tmp_path / "trace.json").write_text('"just a string"')
+    s = rt.read(tmp_path / "trace.json", ReadOptions())
+    assert "rollout.not-a-trace" in codes(s) and s.events == []
+
+
+def test_trace_without_tool_calls_has_no_agent_turns(tmp_path):
+    rec = _agent_record(1, [{"role": "user", "content": "hi"}], "hello", [], [1])
+    del rec["request"]["tools"]
+    (tmp_path / "trace.jsonl").write_text(json.dumps(rec) + "\n")
+    s = read(tmp_path)
+    assert "rollout.no-agent-call" in codes(s)
+    assert s.events[0].extra["purpose"] == "other"
