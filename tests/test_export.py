@@ -111,6 +111,7 @@ def test_parallel_calls_all_kept_with_their_observations(corpus, tmp_path):
     assert ids == ["call_2_0", "call_2_1"]
     assert [r["source_call_id"] for r in st["observation"]["results"]] == ids
     assert st["message"] == "Now view it and record a plan."
+    assert st["reasoning_effort"] == "high"  # the conversation's reasoning_effort, sent with every request
     assert st["metrics"]["prompt_tokens"] > 0
     # One response entry for the two actions of the model call.
     resp = [e for e in export.root.entries if e.type == "response" and e.raw.get("response_id") == "chatcmpl-stub-0002"]

@@ -365,10 +365,14 @@ def _convert(
     # Settings as written so far (the compaction checkpoint repeats them).
     settings: dict[str, Any] = {}
 
+    effort = session.metadata.get("reasoning_effort")
+
     def config_body(e: Event | None) -> dict[str, Any]:
         body: dict[str, Any] = {}
         if model:
             body["model"] = model
+        if isinstance(effort, str) and effort and effort.lower() != "none":
+            body["reasoning"] = {"effort": effort}
         if e is not None and e.text is not None:
             body["instructions"] = e.text
         tools = _tools_of(e) if e is not None else None
@@ -377,7 +381,9 @@ def _convert(
         return body
 
     first = config_body(system)
-    settings.update({k: v for k, v in first.items() if k != "tools_added"})
+    settings.update({k: v for k, v in first.items() if k not in ("tools_added", "reasoning")})
+    if "reasoning" in first:
+        settings["reasoning"] = first["reasoning"]
     if first.get("tools_added"):
         settings["tools"] = first["tools_added"]
     cfg_ts = (_ts_of(system) if system is not None else None) or header["created_at"]
@@ -520,6 +526,7 @@ def _convert(
         if k == SYSTEM:
             body = config_body(e)
             body.pop("model", None)
+            body.pop("reasoning", None)
             if body.get("tools_added") and settings.get("tools"):
                 # A new system prompt declares the whole tool list: drop the old one first.
                 new_names = {t.get("name") for t in body["tools_added"] if isinstance(t, dict)}
