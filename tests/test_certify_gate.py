@@ -181,3 +181,13 @@ def test_false_completion_is_copied_not_computed():
 def test_engine_outcome_sets_at_most_one_of_blocked_and_budget():
     with pytest.raises(ValueError):
         EngineOutcome(False, external_error="x", budget_exhausted=True)
+
+
+def test_a_directory_of_reports_is_merged(tmp_path):
+    d = tmp_path / "reports"
+    d.mkdir()
+    junit(d / "a.xml", {"x": "passed"})
+    junit(d / "b.xml", {"y": "passed", "z": "failed"})
+    rs = load_results(d)
+    assert [c.id for c in rs.checks] == ["t::x", "t::y", "t::z"] and rs.declared == 3
+    assert decide(_green(tmp_path), rs)["verdict"] == FALSE_COMPLETION

@@ -118,6 +118,10 @@ def test_trajectory_rules_on_v0_shapes(tmp_path, green):
     assert pos.state == "FailedUnverifiable"
     ev = next(f for f in pos.findings if f["rule"] == "protected-read")["evidence"][0]
     assert ev["event_id"] == 5 and ev["step_id"] == 2
+    # the native record file and the line the event starts on
+    assert ev["file"].endswith("pos.json") and isinstance(ev["line"], int) and ev["line"] > 1
+    lines = (tmp_path / "pos.json").read_text().splitlines()
+    assert lines[ev["line"] - 1].strip() == "{" and lines[ev["line"]].strip() == '"id": 5,'
     neg = certify(v0_flat(tmp_path / "neg.json", [("cat /workspace/tests/test_visible.py", "def test(): pass"), ("git log -3", "")]),
                   CertifyOptions(visible=green, holdout=green))
     assert neg.findings == [] and neg.state == "Succeeded", neg.reason
@@ -139,6 +143,14 @@ def test_history_allowed_lowers_git_oracles_to_medium(tmp_path, green):
     allowed = certify(run, CertifyOptions(visible=green, holdout=green, history_forbidden=False))
     assert forbidden.findings[0]["severity"] == "high" and allowed.findings[0]["severity"] == "medium"
     assert allowed.state == "Succeeded"
+
+
+def test_protect_globs_from_the_cli_may_be_comma_separated(cli, tmp_path, green):
+    run = v1_run(tmp_path / "r", [{"terminal": "cat grading/ref.py && cat secrets/key.txt", "output": ""}])
+    proc = cli("certify", run, "--visible", green[0], "--holdout", green[0], "--protect", "grading/**,secrets/**", "--json")
+    doc = __import__("json").loads(proc.stdout)
+    paths = sorted(e["path"] for f in doc["findings"] for e in f["evidence"])
+    assert paths == [f"{WS}/grading/ref.py", f"{WS}/secrets/key.txt"]
 
 
 def test_operator_protect_globs(tmp_path, green):

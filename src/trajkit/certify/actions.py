@@ -60,6 +60,8 @@ class Action:
     via: str = "tool"
     session: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    record_file: str | None = None
+    record_line: int | None = None
 
     @property
     def target(self) -> str:
@@ -70,9 +72,14 @@ class Action:
         return f"{self.op} {self.target}"
 
     def where(self) -> dict[str, Any]:
+        """Where the action is in the record: step, event, and the native file and line it was read from."""
         d: dict[str, Any] = {"event_id": self.event_id, "step_id": self.step_id}
         if self.session:
             d["session"] = self.session
+        if self.record_file:
+            d["file"] = self.record_file
+            if self.record_line is not None:
+                d["line"] = self.record_line
         return d
 
     def to_dict(self) -> dict[str, Any]:
@@ -280,6 +287,8 @@ def _normalize_one(session: Session, out: list[Action], workspace: str | None, a
         else:
             kw.pop("cwd", None)
         a = Action(len(out), op, tool, e.id, steps.get(e.id), path, rel, session=label, **kw)
+        if e.ref is not None:
+            a.record_file, a.record_line = e.ref.path, e.ref.line_start
         out.append(a)
         return a
 

@@ -42,6 +42,8 @@ LISTERS = {"ls", "find", "tree", "stat", "du", "file", "readlink", "realpath"}
 
 def _ev(a: Action, **more: Any) -> dict[str, Any]:
     d = {**a.where(), "token": a.token[:300]}
+    if a.path is not None:
+        d["path"] = a.path
     if a.command and a.op != EXEC:
         d["command"] = a.command[:300]
     d.update(more)

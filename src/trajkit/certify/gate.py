@@ -320,7 +320,10 @@ def load_results(path: str | os.PathLike) -> ResultSet:
         for name in ("results.json", "result.json"):
             if (p / name).is_file():
                 return load_results(p / name)
-        return ResultSet(str(p), "unknown", problem="directory holds no verifier/, results.json or result.json")
+        reports = sorted(x for x in p.iterdir() if x.is_file() and (x.suffix.lower() == ".xml" or x.name.endswith(".json")))
+        if reports:  # a directory of reports (e.g. one JUnit file per suite): all of them
+            return merge([load_results(x) for x in reports])
+        return ResultSet(str(p), "unknown", problem="directory holds no verifier/, results.json, result.json or report files")
     if not p.exists():
         return ResultSet(str(p), "unknown", problem="no such results file")
     if p.name == "reward.txt":

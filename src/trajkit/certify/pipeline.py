@@ -169,7 +169,16 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     diff = _collect_diff(session, actions, opts, ws, protect)
     if not diff.trustworthy:
         incomplete.append(f"no trustworthy diff: {diff.reason}")
-    findings.extend(scan_diff(diff.files, protect))
+    diff_findings = scan_diff(diff.files, protect)
+    if diff.source == "events":
+        step_of_event = {st.action_event_id: st.step_id for st in session.steps if st.action_event_id is not None}
+        step_of_event.update({st.observation_event_id: st.step_id for st in session.steps if st.observation_event_id is not None})
+        for f in diff_findings:
+            for ev in f.evidence:
+                steps = [step_of_event[i] for i in ev.get("event_ids", []) if i in step_of_event]
+                if steps:
+                    ev["step_ids"] = steps
+    findings.extend(diff_findings)
     evidence.append({"kind": "diff", "source": diff.source, "base": diff.base, "files": len(diff.files)})
 
     # --- before manifest and canaries

@@ -21,6 +21,11 @@ _STATE_STYLE = {
 }
 
 
+def _split_globs(values) -> tuple[str, ...]:
+    """--protect values, each possibly a comma-separated list."""
+    return tuple(g.strip() for v in values for g in v.split(",") if g.strip())
+
+
 def _print_certificate(cert) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -53,7 +58,8 @@ def _print_certificate(cert) -> None:
             if ev.get("event_id") is not None:
                 where.append(f"event {ev['event_id']}")
             if ev.get("file"):
-                where.append(f"{ev['file']}:{ev.get('line') or ''}".rstrip(":"))
+                shown = os.path.basename(ev["file"]) if os.path.isabs(ev["file"]) else ev["file"]
+                where.append(f"{shown}:{ev.get('line') or ''}".rstrip(":"))
             t.add_row(f.get("severity", ""), f.get("rule", ""), ", ".join(where), f.get("message", ""))
         con.print(t)
     else:
@@ -100,7 +106,7 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
             fail("--snapshot needs --workspace DIR (an existing directory)")
         from ..certify.canary import snapshot
 
-        globs = tuple(protect) + (() if no_default_protect else DEFAULT_PROTECT)
+        globs = _split_globs(protect) + (() if no_default_protect else DEFAULT_PROTECT)
         doc = snapshot(workspace, globs)
         try:
             Path(snapshot_out).parent.mkdir(parents=True, exist_ok=True)
@@ -124,7 +130,7 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
     if workspace and not os.path.isdir(workspace):
         fail(f"--workspace {workspace}: no such directory")
     opts = CertifyOptions(
-        workspace=workspace, base=base, visible=tuple(visible), holdout=tuple(holdout), protect=tuple(protect),
+        workspace=workspace, base=base, visible=tuple(visible), holdout=tuple(holdout), protect=_split_globs(protect),
         default_protect=not no_default_protect, before=before, holdout_manifest=holdout_manifest, criteria=crit, patch=patch,
         format=format_name, agent_workspace=agent_workspace, history_forbidden=history == "forbidden",
         allow_skipped=allow_skipped, harness_gate=not no_harness_gate, max_file_bytes=max_file_bytes,
@@ -179,7 +185,7 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     items = expand(paths, on_problem=lambda m: err.print(f"trajkit: {m}", markup=False))
     if not items:
         fail("no runs or certificates found")
-    opts = CertifyOptions(workspace=workspace, protect=tuple(protect), format=format_name, max_file_bytes=max_file_bytes,
+    opts = CertifyOptions(workspace=workspace, protect=_split_globs(protect), format=format_name, max_file_bytes=max_file_bytes,
                           history_forbidden=history == "forbidden")
     with Progress(TextColumn("certifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True,
                   disable=not err.is_terminal) as prog:
