@@ -390,3 +390,14 @@ def test_token_ids_and_logprobs_reach_atif_metrics():
     assert m["prompt_tokens"] == 5 and m["completion_tokens"] == 3
     assert doc["final_metrics"]["total_cost_usd"] == 0.25
     assert agent["observation"]["results"][0] == {**agent["observation"]["results"][0], "source_call_id": "c1", "content": "a.txt"}
+
+
+def test_no_request_hash_when_the_model_ran_elsewhere(tmp_path):
+    """An SDK ACPAgent conversation: what the model saw is not in the log, so
+    no response claims a request hash."""
+    session = read(FIXTURES / "sdk_acp_agent" / "22222222222222222222222222222222")
+    assert session.metadata["context_rebuildable"] is False
+    res = convert(session, "asf", tmp_path)
+    assert res.ok, res.problems
+    f = asf.read_asf(res.outputs[0])
+    assert not any("request_hash" in e.raw for e in f.entries if e.type == "response")

@@ -132,7 +132,12 @@ def subsession_uuid(parent_id: str, call_id: str, n: int = 0) -> str:
 
 def _rebuildable(session: Session) -> bool:
     """Whether the reader can rebuild each request from the path (it exposes
-    ``rebuild_context``), so ``request_hash`` is a checkable claim."""
+    ``rebuild_context``), so ``request_hash`` is a checkable claim. A reader
+    that says otherwise for this run (``metadata["context_rebuildable"]``,
+    e.g. an SDK ACPAgent whose model ran elsewhere) wins."""
+    flag = session.metadata.get("context_rebuildable")
+    if isinstance(flag, bool):
+        return flag
     from ..registry import formats
 
     for f in formats():
@@ -143,7 +148,7 @@ def _rebuildable(session: Session) -> bool:
             pkg = mod.__name__.rpartition(".")[0]
             if pkg and hasattr(importlib.import_module(pkg), "rebuild_context"):
                 return True
-    return bool(session.metadata.get("context_rebuildable"))
+    return False
 
 
 def _usage_to_openresponses(u: dict[str, Any] | None) -> dict[str, Any] | None:
