@@ -357,3 +357,18 @@ def test_sse_splitting_and_reassembly():
     asm = StreamAssembler()
     asm.feed_event('{"id":"c","choices":[{"index":0,"delta":{"content":"x"}}]}')
     assert asm.result()["stream_incomplete"] is True
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full to make writes fail")
+def test_trace_write_failure_is_loud_but_the_call_goes_through(tokdir, tmp_path):
+    out = tmp_path / "rollout"
+    out.mkdir()
+    (out / "trace.jsonl").symlink_to("/dev/full")  # every write fails with ENOSPC
+    with h.stub_upstream(tokdir, tmp_path / "stub") as (up, _e, _):
+        with h.capture_proxy(up, out) as (base, proc):
+            status, resp = h.chat(base, {"model": "tiny-model", "messages": [{"role": "user", "content": "x"}]})
+            assert status == 200 and resp["choices"][0]["message"]["content"] == "Hello file task"
+            proc.terminate()
+            assert proc.wait(30) == 1
+            err = proc.stderr.read().decode()
+    assert "CANNOT WRITE THE TRACE" in err and "1 calls could not be written" in err

@@ -229,7 +229,9 @@ def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap,
         click.echo(f"trajkit proxy: listening on http://{h}:{p}/v1 -> {upstream}; trace {Path(out_dir) / 'trace.jsonl'}", err=True)
 
     try:
-        n = asyncio.run(serve(cfg, Path(out_dir), host, port, log=log, ready=ready, max_runtime=max_runtime))
+        done = asyncio.run(serve(cfg, Path(out_dir), host, port, log=log, ready=ready, max_runtime=max_runtime))
     except OSError as e:
         fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_CANNOT_RUN)
-    click.echo(f"trajkit proxy: stopped; {n} calls recorded", err=True)
+    click.echo(f"trajkit proxy: stopped; {done['recorded']} calls recorded", err=True)
+    if done["write_errors"]:
+        fail(f"{done['write_errors']} calls could not be written to the trace", EXIT_CHECK_FAILED)

@@ -327,6 +327,7 @@ class CaptureProxy:
         self.turn = self.writer.last_turn
         self.log = log or (lambda s: None)
         self.in_flight = 0
+        self.write_errors = 0
         self._client = None
         if self.writer.repaired:
             self.log(f"note: {self.writer.path} ended in a cut line (an earlier crash); new records start on a new line")
@@ -360,7 +361,11 @@ class CaptureProxy:
         return {k: v for k, v in request.headers.items() if k.lower() in FORWARD_HEADERS}
 
     async def _record(self, rec: dict[str, Any]) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.writer.append, rec)
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, self.writer.append, rec)
+        except OSError as e:  # a full disk must not take the agent's call down with it
+            self.write_errors += 1
+            self.log(f"turn {rec.get('turn')}: CANNOT WRITE THE TRACE ({e.strerror or e}); this call is not recorded")
 
     async def passthrough(self, request):
         """Any other path (``/v1/models``, ...): forwarded as is, not recorded."""
@@ -453,9 +458,8 @@ class CaptureProxy:
                             asm.feed_event(data)
                         held.append(buf)
                     response = asm.result()
-                    response["upstream_status"] = up.status
-                    recorded = True
                     await self._record(build_record(turn, fwd, response, t0, True))
+                    recorded = True
                     for ev in held:
                         if client_ok:
                             client_ok = await _send(resp, ev)
@@ -526,9 +530,10 @@ async def serve(
     ready: Callable[[str, int], None] | None = None,
     stop: asyncio.Event | None = None,
     max_runtime: float | None = None,
-) -> int:
+) -> dict[str, int]:
     """Run the proxy until ``stop`` is set, SIGINT/SIGTERM, or ``max_runtime``
-    seconds have passed; return the number of records written."""
+    seconds have passed; return how many calls were recorded and how many
+    records could not be written."""
     from aiohttp import web
 
     proxy = CaptureProxy(cfg, out_dir, log)
@@ -567,4 +572,4 @@ async def serve(
     while proxy.in_flight and time.time() < deadline:
         await asyncio.sleep(0.05)
     await runner.cleanup()
-    return proxy.writer.count
+    return {"recorded": proxy.writer.count, "write_errors": proxy.write_errors}
