@@ -54,7 +54,7 @@ def v1_run(
     """A V1 conversation directory at ``dest``: the corpus system prompt and
     user message, then one action/observation pair per step, then finish.
 
-    A step is ``{"terminal": cmd, "output": text}`` or ``{"editor": command,
+    A step is ``{"terminal": cmd, "output": text, "cwd": dir?}`` or ``{"editor": command,
     "path": p, "old": s, "new": s, "file_text": s, "output": text}``.
     """
     t = _v1_templates()
@@ -71,6 +71,8 @@ def v1_run(
             a["tool_call"]["arguments"] = json.dumps({"command": st["terminal"], "security_risk": "LOW"})
             o["observation"]["command"] = st["terminal"]
             o["observation"]["content"] = _set_text(o["observation"]["content"], st.get("output", ""))
+            if "cwd" in st:  # the shell's working directory after the command, as the SDK reports it
+                o["observation"]["metadata"]["working_dir"] = st["cwd"]
         else:
             a, o = copy.deepcopy(t["edit_act"]), copy.deepcopy(t["edit_obs"])
             cmd = st["editor"]

@@ -318,7 +318,9 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
         text = cmd if isinstance(cmd, str) else " ".join(map(str, cmd)) if isinstance(cmd, list) else str(args.get("cmd") or "")
         if not text:
             return
-        _shell(e, name, text, res, add)
+        left = _shell(e, name, text, res, add)
+        if left:
+            res.cwd = left  # a `cd` persists in the agent's shell session (an observation's working_dir overrides it)
         return
     # --- file editors (OpenHands V1 file_editor, V0 read/write/edit, str_replace_editor)
     path = (args.get("path") or args.get("file_path") or args.get("filePath") or args.get("filename") or args.get("absolute_path")
@@ -409,7 +411,8 @@ def _strings(v: Any, depth: int = 0) -> Iterable[str]:
             yield from _strings(x, depth + 1)
 
 
-def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -> None:
+def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -> str | None:
+    """Normalize one shell line; returns the working directory it leaves behind."""
     if depth == 0:
         add(EXEC, name, e, command=text, via="shell")
     cwd = res.cwd
@@ -454,6 +457,7 @@ def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -
         elif interp:
             for m in path_mentions(body):
                 add(REF, interp, e, path=m, cwd=cwd, via="code", command=body[:500])
+    return cwd
 
 
 def observations(session: Session) -> list[tuple[Event, str, str | None]]:
