@@ -218,6 +218,10 @@ def test_legacy_execute_bash_reads_as_terminal():
     assert acc["prompt_tokens"] == 300 and acc["cache_read_tokens"] == 0 and acc["reasoning_tokens"] == 0
     codes = {d.code for d in s.diagnostics}
     assert {"sdk.number-as-float", "sdk.bad-number"} <= codes
+    agent = s.metadata["stats"]["agent"]
+    assert [t["response_id"] for t in agent["token_usages"]] == ["resp-1", "resp-2"] and agent["calls"] == 2
+    assert [c["cost"] for c in agent["costs"]] == [0.1, 0.15]
+    assert [(x["response_id"], x["latency"]) for x in agent["response_latencies"]] == [("resp-1", 1.5), ("resp-2", 0.5)]
     # costs without response ids join by position when the lists line up
     assert s.steps[0].usage["prompt_tokens"] == 100 and s.steps[0].cost == 0.1
     assert s.steps[1].cost == 0.15 and s.steps[1].usage["cost_join"] == "position"

@@ -426,27 +426,34 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
         token_usages = [t for t in (m.get("token_usages") or []) if isinstance(t, dict)] if isinstance(m.get("token_usages"), list) else []
         costs = [c for c in (m.get("costs") or []) if isinstance(c, dict)] if isinstance(m.get("costs"), list) else []
         lats = [c for c in (m.get("response_latencies") or []) if isinstance(c, dict)] if isinstance(m.get("response_latencies"), list) else []
+        norm_usages = [_usage(t, nums) for t in token_usages]
+        norm_costs = [nums.money(c.get("cost")) for c in costs]
         summary[usage_id] = {
             "model_name": m.get("model_name") if isinstance(m.get("model_name"), str) else None,
             "accumulated_cost": nums.money(m.get("accumulated_cost")),
             "accumulated_token_usage": _usage(acc, nums) if isinstance(acc, dict) else {},
             "calls": len(token_usages),
+            "token_usages": [dict(u, response_id=t.get("response_id")) for u, t in zip(norm_usages, token_usages)],
+            "costs": [{"model": c.get("model"), "cost": v, "timestamp": c.get("timestamp")} for c, v in zip(costs, norm_costs)],
+            "response_latencies": [
+                {"model": c.get("model"), "latency": nums.seconds(c.get("latency")), "response_id": c.get("response_id")} for c in lats
+            ],
         }
         latency = {c.get("response_id"): nums.seconds(c.get("latency")) for c in lats if isinstance(c.get("response_id"), str)}
-        cost_by_id = {c.get("response_id"): nums.money(c.get("cost")) for c in costs if isinstance(c.get("response_id"), str)}
+        cost_by_id = {c.get("response_id"): v for c, v in zip(costs, norm_costs) if isinstance(c.get("response_id"), str)}
         positional = not cost_by_id and costs and len(costs) == len(token_usages)
         for i, tu in enumerate(token_usages):
             rid = tu.get("response_id")
             if not isinstance(rid, str) or not rid:
                 continue
-            u = _usage(tu, nums)
+            u = dict(norm_usages[i])
             u["usage_id"] = usage_id
             if rid in latency and latency[rid] is not None:
                 u["latency"] = latency[rid]
             if rid in cost_by_id:
                 u["cost"] = cost_by_id[rid]
             elif positional:
-                u["cost"] = nums.money(costs[i].get("cost"))
+                u["cost"] = norm_costs[i]
                 u["cost_join"] = "position"
             by_response.setdefault(rid, u)
     return summary, by_response
