@@ -400,3 +400,21 @@ def test_turns_cli_several_rollouts(cli, tok, tokdir, tmp_path):
     doc = json.loads(r.stdout)
     assert doc["skipped"] == [str(empty)] and len(doc["rollouts"]) == 1
     assert "no captured model calls" in r.stderr
+
+
+def test_unalignable_logprobs_are_kept_aside(tok, tmp_path):
+    """per_token_logps skips null logprobs: without per-token entries they cannot be placed."""
+    recs, ex = make_records(tok)
+    r = recs[1]
+    r["completion_token_ids"] = list(ex["output_ids"][0])
+    r["logprobs"] = []
+    r["completion_tokens"] = []
+    r["response"]["choices"][0].pop("logprobs")
+    r["per_token_logps"] = r["per_token_logps"][:-2]
+    res = derive_turns(write_rollout(tmp_path / "r", recs), tok)
+    t = res.turns[0]
+    assert t.output_ids == ex["output_ids"][0]
+    assert t.per_token_logps == [None] * len(t.output_ids)
+    assert t.extra["unaligned_logps"] == ex["logps"][0][:-2]
+    d = next(d for d in res.diagnostics if d.code == "turns.missing-logprobs")
+    assert d.event_id == "turn-2" and "align" in d.message

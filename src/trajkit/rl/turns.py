@@ -273,7 +273,7 @@ def derive_turns(
                 line,
             )
         output_ids = list(call.output_ids or [])
-        if vocab and any(i >= vocab for i in output_ids + prompt_ids):
+        if vocab and max(output_ids + prompt_ids, default=0) >= vocab:
             diag(
                 "turns.ids-out-of-vocab",
                 f"token ids reach {max(output_ids + prompt_ids)} but the tokenizer has {vocab} tokens: "
@@ -284,9 +284,21 @@ def derive_turns(
             )
         # --- logprobs
         logps: list[float | None] = list(call.logps or [])
+        unaligned: list[float | None] | None = None
         if not logps:
             diag("turns.missing-logprobs", f"no logprobs for the {len(output_ids)} output tokens", WARNING, eid, line)
             logps = [None] * len(output_ids)
+        elif len(logps) != len(output_ids) and call.logps_source == "per_token_logps":
+            # per_token_logps skips null logprobs, so which token each belongs to is unknown
+            diag(
+                "turns.missing-logprobs",
+                f"{len(logps)} per_token_logps for {len(output_ids)} output tokens and no per-token entries to "
+                "align them; kept in extra.unaligned_logps, none used",
+                WARNING,
+                eid,
+                line,
+            )
+            unaligned, logps = logps, [None] * len(output_ids)
         elif len(logps) != len(output_ids) or any(x is None for x in logps):
             missing = sum(1 for x in logps if x is None) + max(0, len(output_ids) - len(logps))
             diag(
@@ -326,6 +338,8 @@ def derive_turns(
             diag("turns.truncated", "finish_reason is length: the output was cut at max_tokens", INFO, eid, line)
         # --- drift against the previous kept turn
         extra: dict[str, Any] = {"turn": call.turn, "event_id": eid, "ids_source": call.ids_source}
+        if unaligned is not None:
+            extra["unaligned_logps"] = unaligned
         if prev is not None:
             expect = prev.prompt_ids + prev.output_ids
             k = _common_prefix(expect, prompt_ids)
