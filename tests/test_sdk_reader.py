@@ -272,3 +272,23 @@ def test_every_diagnostic_code_is_documented():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "openhands-sdk.md").read_text()
     documented = set(re.findall(r"^\| `(sdk\.[a-z-]+)` \|", doc, re.M))
     assert used == documented
+
+
+def test_meta_json_alone_is_a_weak_claim(server, tmp_path):
+    import shutil
+
+    only_meta = tmp_path / "aaaaaaaabbbbccccddddeeeeeeeeeeee"
+    only_meta.mkdir()
+    shutil.copy(server / "meta.json", only_meta / "meta.json")
+    det = detect(only_meta)
+    assert det.format.name == "openhands-sdk" and det.match.strength == "weak"
+    s = read(only_meta)
+    assert s.id == "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee" and s.task == "Say hi via terminal."
+    assert s.task_source == "meta.json initial_message"
+    assert {"sdk.state-missing", "sdk.events-missing"} <= {d.code for d in s.diagnostics}
+    # a meta.json that is not the agent server's does not make a conversation
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "meta.json").write_text('{"name": "something else"}')
+    assert conversation_dir(other) is None
+    assert detect(other).format is None or detect(other).format.name != "openhands-sdk"
