@@ -172,3 +172,33 @@ def test_v0_end_signals(tmp_path, corpus, state, reason, failure_mode, expect):
     out = engine_outcome(read(_v0_trial_with_state(tmp_path, corpus, state, reason, failure_mode)))
     assert {"budget": out.budget_exhausted, "blocked": bool(out.external_error), "no-end": not out.reached_end}[expect], out
     assert not (out.budget_exhausted and out.external_error)
+
+
+def _harbor_trial(tmp_path, corpus, exception_info=None, reward="1") -> Path:
+    """A harbor-layout trial (agent/sessions, result.json, verifier/) around a real V0 stream."""
+    src = corpus / "openhands_v0" / "reconstructed_trials" / "game-2048-session.1-of-1.all-views"
+    trial = tmp_path / "job" / "game-2048__abc"
+    (trial / "agent").mkdir(parents=True)
+    shutil.copytree(src / "sessions" / "sessions", trial / "agent" / "sessions")
+    shutil.copy(next((src / "sessions").glob("*.json")), trial / "agent" / "openhands.trajectory.json")
+    (trial / "verifier").mkdir()
+    (trial / "verifier" / "reward.txt").write_text(reward + "\n")
+    (trial / "result.json").write_text(json.dumps({
+        "id": "x", "task_name": "game-2048", "trial_name": trial.name,
+        "verifier_result": {"rewards": {"reward": float(reward)}}, "exception_info": exception_info,
+    }))
+    return trial
+
+
+def test_harbor_verifier_is_the_default_holdout_and_exceptions_map(tmp_path, corpus):
+    trial = _harbor_trial(tmp_path / "ok", corpus)
+    cert = certify(trial, CertifyOptions())
+    assert cert.gate["verdict"] == "Succeeded" and cert.gate["sources"]["holdout"]["kind"] == "harbor-verifier"
+    assert cert.engine["reached_end"] and cert.claimed_success
+    red = certify(_harbor_trial(tmp_path / "red", corpus, reward="0"), CertifyOptions())
+    assert red.gate["verdict"] == "NotReady" and red.gate["passed_holdout"] is False
+    timeout = engine_outcome(read(_harbor_trial(tmp_path / "to", corpus, {"exception_type": "AgentTimeoutError", "exception_message": "timed out after 900s"})))
+    assert timeout.budget_exhausted and not timeout.external_error
+    crash = engine_outcome(read(_harbor_trial(tmp_path / "cr", corpus, {"exception_type": "DockerDaemonError", "exception_message": "daemon gone"})))
+    assert crash.external_error.startswith("harbor exception DockerDaemonError")
+    assert certify(trial, CertifyOptions(harness_gate=False)).gate["verdict"] == "NotReady"
