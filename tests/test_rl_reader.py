@@ -274,3 +274,17 @@ def test_trace_without_tool_calls_has_no_agent_turns(tmp_path):
     s = read(tmp_path)
     assert "rollout.no-agent-call" in codes(s)
     assert s.events[0].extra["purpose"] == "other"
+
+
+def test_logprob_entries_aligned_to_ids_by_token_id():
+    """ids from token_ids, entries with gaps (a dropped chunk): logprobs land on their own tokens."""
+    rec = _agent_record(1, [{"role": "user", "content": "x"}], "", [], [7, 8, 9, 10])
+    rec["completion_token_ids"] = [7, 8, 9, 10]
+    rec["logprobs"] = [{"token": "token_id:7", "logprob": -1.0}, {"token": "token_id:10", "logprob": -4.0}]
+    c = rt.parse_call(rec)
+    assert c.output_ids == [7, 8, 9, 10]
+    assert c.logps == [-1.0, None, None, -4.0]
+    assert c.logps_source == "logprobs (aligned by token id)"
+    rec["logprobs"] = [{"token": "token_id:10"}, {"token": "token_id:7"}]  # out of order: not alignable
+    c = rt.parse_call(rec)
+    assert c.logps_source == "per_token_logps"

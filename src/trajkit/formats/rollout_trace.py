@@ -222,6 +222,27 @@ def _float_or_none(v: Any) -> float | None:
     return None
 
 
+def _align_entries(entries: list[Any], ids: list[int]) -> tuple[list[float | None], list[Any]] | None:
+    """Logprobs placed on ``ids`` by matching each entry's ``token_id:N`` in
+    order (entries may be missing, e.g. chunks a server dropped); None when
+    the entries carry no ids or do not match in order."""
+    logps: list[float | None] = [None] * len(ids)
+    tops: list[Any] = [None] * len(ids)
+    j = 0
+    for e in entries:
+        tid = parse_token_id(_as_dict(e).get("token"))
+        if tid is None:
+            return None
+        while j < len(ids) and ids[j] != tid:
+            j += 1
+        if j == len(ids):
+            return None
+        logps[j] = _float_or_none(_as_dict(e).get("logprob"))
+        tops[j] = _as_dict(e).get("top_logprobs")
+        j += 1
+    return logps, tops
+
+
 def parse_call(record: dict[str, Any], index: int = 0) -> CallInfo:
     """Parse one trace record. Never raises; odd members become ``problems``
     (``(code, severity, message)``) for the caller to report.
@@ -311,10 +332,14 @@ def parse_call(record: dict[str, Any], index: int = 0) -> CallInfo:
 
     # --- logprobs aligned with the ids when they came from logprob entries
     ents = entries if entries else resp_entries
+    aligned = _align_entries(ents, info.output_ids) if ents and info.output_ids is not None else None
     if ents and info.output_ids is not None and len(ents) == len(info.output_ids):
         info.logps = [_float_or_none(_as_dict(e).get("logprob")) for e in ents]
         info.logps_source = "logprobs" if entries else "response.logprobs"
         info.top_logprobs = [_as_dict(e).get("top_logprobs") for e in ents]
+    elif aligned is not None:
+        info.logps, info.top_logprobs = aligned
+        info.logps_source = ("logprobs" if entries else "response.logprobs") + " (aligned by token id)"
     elif isinstance(record.get("per_token_logps"), list) and record["per_token_logps"]:
         info.logps = [_float_or_none(x) for x in record["per_token_logps"]]
         info.logps_source = "per_token_logps"
