@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from certify_shapes import V1_FIXTURES, WS, git_repo, junit, v1_run
+from certify_shapes import V1_FIXTURES, git_repo, junit, v1_run
 from trajkit.certify import CertifyOptions, certify
 from trajkit.certify.canary import extract_canaries, load_manifest, snapshot
 

@@ -4,7 +4,6 @@ ignored gate files, history rewrites) and the diff rebuilt from editor events.""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 from certify_shapes import WS, git, git_repo, junit, v0_flat, v1_run
 from trajkit.certify import CertifyOptions, certify

@@ -15,7 +15,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Iterable
 
 from . import paths as P
@@ -257,6 +256,3 @@ def find_canaries(canaries: list[Canary], texts: Iterable[tuple[Any, str]]) -> l
 def workspace_test_file_count(workspace: str) -> int:
     return sum(1 for r in walk_files(workspace) if P.is_test_file(r) and r.endswith((".py", ".js", ".ts", ".go", ".rs", ".rb", ".java")))
 
-
-def exists(path: str) -> bool:
-    return Path(path).exists()

@@ -358,7 +358,6 @@ def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffR
                 continue
             if not isinstance(path, str):
                 continue
-            rel = workspace_rel(path)
             if prev is False and old is None:
                 old = ""
             if path not in first_old:
@@ -369,7 +368,6 @@ def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffR
                 gaps.append({"event_id": e.id, "path": path, "why": "editor observation without the new content"})
             last_new[path] = new
             events_of.setdefault(path, []).append(e.id)
-            del rel
     unrec = []
     for a in actions:
         if a.op == "write" and a.via in ("shell", "code"):

@@ -121,7 +121,6 @@ def parse_junit(data: bytes, source: str = "") -> ResultSet:
     except ET.ParseError as e:
         rs.problem = f"not well-formed JUnit XML: {e}"
         return rs
-    suites = [root] if root.tag == "testsuite" else root.findall(".//testsuite") if root.tag == "testsuites" else []
     if root.tag not in ("testsuite", "testsuites"):
         rs.problem = f"not a JUnit report (root element <{root.tag}>)"
         return rs
@@ -145,7 +144,6 @@ def parse_junit(data: bytes, source: str = "") -> ResultSet:
             rs.checks.append(Check(cid, False, SKIPPED))
         else:
             rs.checks.append(Check(cid, True, PASSED))
-    del suites
     rs.checks = _dedupe(rs.checks)
     return rs
 

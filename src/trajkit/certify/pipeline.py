@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 from ..model import ERROR, DetectionError, ReadOptions, Session, TrajkitError
 from . import paths as P
-from .actions import WRITE, Action, normalize, observations, workspace_roots, Resolver
+from .actions import Action, normalize, observations, workspace_roots, Resolver
 from .anticheat import RuleConfig, scan_actions
 from .canary import compare_manifest, extract_canaries, find_canaries, load_manifest, workspace_test_file_count, protected_files
 from .certificate import Certificate

@@ -151,7 +151,6 @@ def _split(text: str) -> list[SimpleCommand]:
         toks.append("\n")
     cmds: list[SimpleCommand] = []
     cur: list[str] = []
-    pending_redirect: list[str] = []
     reads: list[str] = []
     writes: list[str] = []
     i = 0
@@ -194,7 +193,6 @@ def _split(text: str) -> list[SimpleCommand]:
         cur.append(t)
         i += 1
     flush()
-    del pending_redirect
     return cmds
 
 

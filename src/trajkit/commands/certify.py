@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, EXIT_OK, echo_json, fail, format_option, size_option
+from ..cli import EXIT_CHECK_FAILED, EXIT_OK, echo_json, fail, format_option, size_option
 
 _STATE_STYLE = {
     "Succeeded": "bold green",
