@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 from ..formats.rollout_trace import AGENT, CallInfo, classify, parse_call
 from ..jsonio import dumps_python
-from ..model import ERROR, INFO, WARNING, Diagnostic, Session, ToolCall, TrajkitError, Turn
+from ..model import ERROR, INFO, WARNING, Diagnostic, Session, TrajkitError, Turn
 
 #: Tool-call markup a hermes / Qwen style template wraps each call in.
 DEFAULT_TOOL_CALL_MARKERS = ("<tool_call>", "</tool_call>")
