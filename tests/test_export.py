@@ -401,3 +401,27 @@ def test_no_request_hash_when_the_model_ran_elsewhere(tmp_path):
     assert res.ok, res.problems
     f = asf.read_asf(res.outputs[0])
     assert not any("request_hash" in e.raw for e in f.entries if e.type == "response")
+
+
+def test_convert_a_directory_of_runs(corpus, tmp_path):
+    """A directory holding many runs (V0 trials, flat exports, SDK conversations)."""
+    src = tmp_path / "runs"
+    src.mkdir()
+    shutil.copytree(V0_TRIAL, src / "trial-a")
+    shutil.copy(V0_FLAT, src / "flat.json")
+    shutil.copytree(CONDENSATION, src / "convs" / CONDENSATION.name)
+    (src / "notes.txt").write_text("not a run")
+    proc = run_cli("convert", src, "--to", "atif", "--out", tmp_path / "out", "--report", tmp_path / "r.json", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] and doc["runs"] == 3 and len(doc["outputs"]) == 3
+    rep = json.loads((tmp_path / "r.json").read_text())
+    assert [r["format"] for r in rep["reports"]].count("openhands-v0") == 2
+    assert rep["summary"]["events"] == sum(len(read(p).events) for p in (src / "trial-a", src / "flat.json", src / "convs" / CONDENSATION.name))
+    assert rep["summary"]["events_dropped"] == 0
+    for p in doc["outputs"]:
+        atif_pkg.Trajectory.model_validate(json.loads(Path(p).read_text()))
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    proc = run_cli("convert", empty, "--to", "asf", "--out", tmp_path / "o2")
+    assert proc.returncode == 2 and "no run was found" in proc.stderr

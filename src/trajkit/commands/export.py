@@ -87,13 +87,46 @@ def echo_text(obj) -> str:
 def convert_cmd(src, target, out_dir, report_path, secrets, redact_home, no_passthrough, format_name, max_file_bytes, as_json):
     """Convert the run at SRC to ASF 0.11 sessions or ATIF v1.8 documents.
 
+    SRC may also be a directory holding many runs: each is converted into OUT
+    (progress on stderr) and the report covers them all.
+
     Every output is checked before the verb returns: ASF files are read back
     and verified, ATIF documents validated with the ``atif`` package when it
     is installed. Exit 0 done, 1 written but a check failed or an event went
     unaccounted, 2 nothing readable at SRC.
     """
     from ..cli import load_session
-    from ..export.convert import convert
+    from ..export.convert import convert, convert_many, find_runs
+    from ..model import ReadOptions
+
+    if format_name is None and Path(src).is_dir():
+        runs = find_runs(Path(src))
+        if len(runs) != 1 or runs[0] != Path(src):
+            # A directory holding many runs: convert each, one combined report.
+            if not runs:
+                fail(f"{src}: no known format matches, and no run was found under it")
+            results, combined, problems = convert_many(
+                runs, target, Path(out_dir), read_options=ReadOptions(max_file_bytes=max_file_bytes),
+                report_path=Path(report_path) if report_path else None, progress=not as_json,
+                passthrough=not no_passthrough, secrets=list(secrets), redact_home=redact_home,
+            )
+            outputs = [str(p) for r in results for p in r.outputs]
+            if as_json:
+                echo_json({"target": target, "ok": not problems, "runs": len(runs), "outputs": outputs,
+                           "problems": problems, "summary": combined["summary"]})
+            else:
+                for o in outputs:
+                    click.echo(o)
+                t = combined["summary"]
+                click.echo(
+                    f"{len(runs)} runs: {t.get('events', 0)} events in {t.get('files', 0)} files, "
+                    f"{t.get('events_placed', 0)} placed, {t.get('events_dropped', 0)} dropped; "
+                    f"{len(problems)} problem(s)" + (f"; report: {report_path}" if report_path else ""),
+                    err=True,
+                )
+                for prob in problems:
+                    click.echo(f"  {prob}", err=True)
+            sys.exit(EXIT_OK if not problems else EXIT_CHECK_FAILED)
 
     session = load_session(src, format_name, max_file_bytes)
     result = convert(

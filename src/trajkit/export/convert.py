@@ -110,3 +110,87 @@ def convert(
         report_path.parent.mkdir(parents=True, exist_ok=True)
         _write(report_path, dumps(res.report, indent=True) + b"\n")
     return res
+
+
+def find_runs(path: Path, max_depth: int = 3) -> list[Path]:
+    """The runs under a directory that is not itself a run: the sessions a
+    format lists (``Format.find_sessions``), else the sub-paths (up to
+    ``max_depth`` deep) that detect as the root of a run."""
+    from ..registry import detect, formats
+
+    det = detect(path)
+    if det.format is not None:
+        return [path]
+    found: list[Path] = []
+    for fmt in formats():
+        if fmt.find_sessions is not None:
+            try:
+                found.extend(Path(p) for p in fmt.find_sessions(path))
+            except OSError:
+                continue
+    seen = {p.resolve() for p in found}
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            children = sorted(d.iterdir())
+        except OSError:
+            return
+        for c in children:
+            if c.name.startswith(".") or any(str(c.resolve()).startswith(str(s) + os.sep) or c.resolve() == s for s in seen):
+                continue
+            m = detect(c)
+            if m.format is not None and m.match is not None and Path(m.match.root).resolve() == c.resolve():
+                found.append(c)
+                seen.add(c.resolve())
+            elif c.is_dir() and depth < max_depth:
+                walk(c, depth + 1)
+
+    if path.is_dir():
+        walk(path, 1)
+    return sorted(dict.fromkeys(found))
+
+
+def convert_many(
+    runs: list[Path],
+    target: str,
+    out_dir: Path,
+    read_options: Any = None,
+    report_path: Path | None = None,
+    progress: bool = True,
+    **kw: Any,
+) -> tuple[list[ConvertResult], dict[str, Any], list[str]]:
+    """Convert every run in ``runs``; one combined report. A run that cannot
+    be read is reported (``export.run-unreadable``) and the rest go on."""
+    from rich.progress import Progress
+
+    from ..model import DetectionError, TrajkitError
+    from ..registry import read
+
+    results: list[ConvertResult] = []
+    reports: list[dict[str, Any]] = []
+    problems: list[str] = []
+    with Progress(transient=True, disable=not progress or not os.isatty(2)) as bar:
+        task = bar.add_task(f"converting to {target}", total=len(runs))
+        for run in runs:
+            try:
+                session = read(run, options=read_options)
+            except (DetectionError, TrajkitError) as e:
+                problems.append(f"{run}: export.run-unreadable: {e}")
+                reports.append({"source": str(run), "code": "export.run-unreadable", "why": str(e)})
+                bar.advance(task)
+                continue
+            res = convert(session, target, out_dir, **kw)
+            results.append(res)
+            reports.append(res.report)
+            problems.extend(f"{run}: {p}" for p in res.problems)
+            bar.advance(task)
+    totals: dict[str, int] = {}
+    for r in reports:
+        for k, v in (r.get("summary") or {}).items():
+            if isinstance(v, int):
+                totals[k] = totals.get(k, 0) + v
+    combined = {"target": target, "runs": len(runs), "summary": totals, "problems": problems, "reports": reports}
+    if report_path is not None:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        _write(report_path, dumps(combined, indent=True) + b"\n")
+    return results, combined, problems
