@@ -34,12 +34,21 @@ def opencode_binary() -> str:
         if not os.access(env_bin, os.X_OK):
             pytest.fail(f"$OPENCODE_BIN={env_bin} is not an executable file")
         return env_bin
+    if not shutil.which("npm"):
+        pytest.skip("skipped: npm is not installed, so opencode-ai cannot be installed (set $OPENCODE_BIN to run it)")
+    # opencode fetches its provider package from the npm registry at start-up, so the
+    # registry must be reachable even when the binary is already installed
+    try:
+        v = subprocess.run(["npm", "view", f"opencode-ai@{VERSION}", "version"], capture_output=True, text=True, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.skip("skipped: the npm registry did not answer `npm view opencode-ai` within 90 s")
+    if v.returncode != 0 or VERSION not in v.stdout:
+        pytest.skip(f"skipped: the npm registry is not reachable (`npm view opencode-ai` exited {v.returncode}): "
+                    f"{v.stderr.strip()[-300:]}")
     prefix = Path(os.environ.get("TRAJKIT_OPENCODE_NPM_PREFIX", "~/.cache/trajkit/opencode-npm")).expanduser()
     found = sorted(glob.glob(str(prefix / "node_modules/opencode-linux-*/bin/opencode")))
     if found:
         return found[0]
-    if not shutil.which("npm"):
-        pytest.skip("skipped: npm is not installed, so opencode-ai cannot be installed (set $OPENCODE_BIN to run it)")
     prefix.mkdir(parents=True, exist_ok=True)
     try:
         r = subprocess.run(

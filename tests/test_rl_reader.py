@@ -288,3 +288,10 @@ def test_logprob_entries_aligned_to_ids_by_token_id():
     rec["logprobs"] = [{"token": "token_id:10"}, {"token": "token_id:7"}]  # out of order: not alignable
     c = rt.parse_call(rec)
     assert c.logps_source == "per_token_logps"
+
+
+def test_sessions_pickle():
+    import pickle
+
+    s = read(FIX / "rollout_dir")
+    assert pickle.loads(pickle.dumps(s)).to_dict(events=True, raw=True) == s.to_dict(events=True, raw=True)
