@@ -200,8 +200,9 @@ def scan_events(events_dir: str) -> EventScan:
         if m is None:
             scan.others.append(EventFile(name, path, None, None, BAD_NAME))
             continue
-        idx = int(m.group(1))
-        ef = EventFile(name, path, idx, m.group(2))
+        idx_s, name_id = m.groups()
+        idx = int(idx_s)
+        ef = EventFile(name, path, idx, name_id)
         prev = by_index.get(idx)
         if prev is not None:
             # the first name in sort order is kept, whatever order listdir gave

@@ -718,7 +718,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
             s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=path)
         elif eid != ef.name_id:
             s.diag("sdk.event-id-mismatch", f"file name says id {ef.name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
-        kind = raw.get("kind")
+        kind = ev.type
         if "unknown_kind" in ev.extra:
             s.diag("sdk.unknown-kind", f"unknown event kind {kind!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
         else:

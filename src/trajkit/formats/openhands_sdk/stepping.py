@@ -72,8 +72,9 @@ def build_steps(s: Session) -> None:
     answer_of: dict[int, int] = {}
     acp_groups: dict[str, list[int]] = {}
     order: list[int] = []
+    check_branch = bool(s.metadata.get("abandoned_event_ids"))
     for i, ev in enumerate(events):
-        if ev.extra.get("branch") == "abandoned":
+        if check_branch and ev.extra.get("branch") == "abandoned":
             continue
         t = types[i]
         if t == "ActionEvent":
