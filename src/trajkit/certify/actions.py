@@ -413,6 +413,14 @@ def _strings(v: Any, depth: int = 0) -> Iterable[str]:
 
 def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -> str | None:
     """Normalize one shell line; returns the working directory it leaves behind."""
+    mine: list[Action] = []
+    outer_add = add
+
+    def add(*args: Any, **kw: Any) -> Action:  # noqa: F811 - record what this line added
+        a = outer_add(*args, **kw)
+        mine.append(a)
+        return a
+
     if depth == 0:
         add(EXEC, name, e, command=text, via="shell")
     cwd = res.cwd
@@ -457,6 +465,15 @@ def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -
         elif interp:
             for m in path_mentions(body):
                 add(REF, interp, e, path=m, cwd=cwd, via="code", command=body[:500])
+        else:
+            # file content: attach it to the write it feeds (cat > f <<EOF, tee f <<EOF)
+            m = re.search(r"(?:>>?|\btee\s+(?:-a\s+)?)\s*['\"]?([^\s'\";&|<>]+)", line)
+            if m:
+                target = res.absolute(m.group(1), cwd)
+                for a in reversed(mine):
+                    if a.op == WRITE and a.path == target:
+                        a.content = body
+                        break
     return cwd
 
 

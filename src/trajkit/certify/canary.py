@@ -253,6 +253,9 @@ def find_canaries(canaries: list[Canary], texts: Iterable[tuple[Any, str]]) -> l
     return hits
 
 
-def workspace_test_file_count(workspace: str) -> int:
-    return sum(1 for r in walk_files(workspace) if P.is_test_file(r) and r.endswith((".py", ".js", ".ts", ".go", ".rs", ".rb", ".java")))
+def workspace_test_file_count(workspace: str, exclude: set[str] | None = None) -> int:
+    """How many test source files the workspace holds (``exclude``: paths not to count)."""
+    exclude = exclude or set()
+    return sum(1 for r in walk_files(workspace)
+               if r not in exclude and P.is_test_file(r) and r.endswith((".py", ".js", ".ts", ".go", ".rs", ".rb", ".java")))
 

@@ -109,6 +109,23 @@ def _combined(globs: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(_glob_re(g).pattern for g in globs) or "(?!)")
 
 
+def match_action_path(rel: str | None, absolute: str | None, globs) -> str | None:
+    """The first glob a path matches: a glob starting with ``/`` is matched
+    against the absolute path only; any other against the workspace-relative
+    path (or the absolute one, for paths outside the workspace)."""
+    globs = tuple(globs)
+    abs_globs = tuple(g for g in globs if g.startswith("/"))
+    rel_globs = tuple(g for g in globs if not g.startswith("/"))
+    target = rel if rel is not None else absolute
+    if target and rel_globs:
+        g = match_any(target, rel_globs)
+        if g:
+            return g
+    if absolute and absolute.startswith("/") and abs_globs:
+        return match_any(absolute, abs_globs)
+    return None
+
+
 def match_any(path: str, globs) -> str | None:
     """The first glob of ``globs`` that ``path`` matches, or None."""
     globs = tuple(globs)

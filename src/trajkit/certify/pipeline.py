@@ -161,8 +161,12 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         incomplete.insert(0, f"unreadable trajectory: {len(problems)} problem(s), first: {problems[0]}")
         diagnostics.extend({"severity": "error", "code": "certify.trajectory-incomplete", "message": p} for p in problems[:50])
     actions = normalize(session, ws, opts.agent_workspace)
-    test_count = workspace_test_file_count(ws) if ws and os.path.isdir(ws) else None
-    cfg = RuleConfig(protect=protect, history_forbidden=opts.history_forbidden, test_file_count=test_count)
+    present = tuple(protected_files(ws, protect)) if ws and os.path.isdir(ws) else ()
+    # the visible suite: test files the agent may run (protected ones are not part of it)
+    test_count = workspace_test_file_count(ws, exclude=set(present)) if ws and os.path.isdir(ws) else None
+    if manifest is not None and not manifest.problem:
+        present += tuple(f for f, info in manifest.files.items() if info.get("set") == "protected" and f not in present)
+    cfg = RuleConfig(protect=protect, history_forbidden=opts.history_forbidden, test_file_count=test_count, protected_present=present)
     findings.extend(scan_actions(actions, cfg))
 
     # --- diff

@@ -244,8 +244,15 @@ def _classify(words: list[str], reads: list[str], writes: list[str]) -> SimpleCo
         if sub in ("checkout", "restore", "reset", "stash", "apply", "am", "merge", "rebase", "cherry-pick", "revert", "pull", "rm", "mv", "clean", "switch") and not branch_only:
             if not (sub == "stash" and any(a in ("list", "show") for a in rest)) and not (sub == "reset" and "--hard" not in rest and any(a in ("--soft", "--mixed") for a in rest)):
                 sc.writes.append("<git working tree>")
-        if sub == "show":
-            pass
+        if sub in ("show", "cat-file", "log", "diff", "blame", "grep", "annotate", "whatchanged"):
+            for a in rest:
+                m = re.match(r"^[^\s:-][^\s:]*:(.+)$", a)  # <rev>:<path>
+                if m and "://" not in a:
+                    sc.reads.append(m.group(1))
+            if "--" in rest:
+                sc.reads.extend(a for a in rest[rest.index("--") + 1 :] if not a.startswith("-"))
+            elif sub == "blame":
+                sc.reads.extend(a for a in rest if not a.startswith("-"))
     elif name == "patch":
         sc.writes.append("<patch targets>")
     elif name in ("grep", "egrep", "fgrep", "rg", "ag", "ack"):
