@@ -43,15 +43,11 @@ from . import layout, tree
 from .layout import EVENT, MALFORMED
 from .views import (
     ACPToolCallView,
-    ActionView,
     AgentErrorView,
     CondensationView,
     ConversationErrorView,
     EventView,
-    MessageView,
-    ObservationView,
     SecurityAnalysisView,
-    StateUpdateView,
     StateView,
     SystemPromptView,
     UserRejectView,
@@ -60,7 +56,6 @@ from .views import (
     _VIEW_BY_KIND,
     content_text,
     reasoning_of,
-    view,
 )
 
 FORMAT_NAME = "openhands-sdk"
