@@ -109,13 +109,16 @@ def _combined(globs: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(_glob_re(g).pattern for g in globs) or "(?!)")
 
 
+@functools.lru_cache(maxsize=256)
+def _by_anchor(globs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    return tuple(g for g in globs if not g.startswith("/")), tuple(g for g in globs if g.startswith("/"))
+
+
 def match_action_path(rel: str | None, absolute: str | None, globs) -> str | None:
     """The first glob a path matches: a glob starting with ``/`` is matched
     against the absolute path only; any other against the workspace-relative
     path (or the absolute one, for paths outside the workspace)."""
-    globs = tuple(globs)
-    abs_globs = tuple(g for g in globs if g.startswith("/"))
-    rel_globs = tuple(g for g in globs if not g.startswith("/"))
+    rel_globs, abs_globs = _by_anchor(tuple(globs))
     target = rel if rel is not None else absolute
     if target and rel_globs:
         g = match_any(target, rel_globs)
