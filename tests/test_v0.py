@@ -544,3 +544,35 @@ def test_bare_file_sniff_needs_a_v0_head(tmp_path):
     assert v0.sniff(bom, "*.json") is not None
     s = trajkit.read(bom)
     assert s.view == "flat_export" and any(d.code == "json.nonstandard" for d in s.diagnostics)
+
+
+def test_running_totals_become_per_response_usage(tmp_path):
+    def metrics(p, c, cost):
+        return {"accumulated_cost": cost, "accumulated_token_usage": {"model": "m", "prompt_tokens": p, "completion_tokens": c,
+                                                                        "cache_read_tokens": 0, "cache_write_tokens": 0}}
+
+    def tcm(rid, cid, n=1):
+        return {"function_name": "execute_bash", "tool_call_id": cid, "total_calls_in_response": n,
+                "model_response": {"id": rid, "model": "m", "choices": [{"message": {"content": "", "tool_calls": [
+                    {"id": cid, "type": "function", "function": {"name": "execute_bash", "arguments": json.dumps({"command": cid})}}]}}]}}
+
+    evs = [
+        {"id": 0, "source": "user", "action": "message", "args": {"content": "task"}},
+        {"id": 1, "source": "agent", "action": "run", "args": {"command": "a", "thought": ""}, "tool_call_metadata": tcm("r1", "a"), "llm_metrics": metrics(100, 10, 0.5)},
+        {"id": 2, "source": "agent", "cause": 1, "observation": "run", "content": "A", "extras": {}},
+        {"id": 3, "source": "agent", "action": "run", "args": {"command": "b", "thought": ""}, "tool_call_metadata": tcm("r2", "b", 2), "llm_metrics": metrics(250, 30, 1.25)},
+        {"id": 4, "source": "agent", "action": "run", "args": {"command": "c", "thought": ""}, "tool_call_metadata": tcm("r2", "c", 2), "llm_metrics": metrics(250, 30, 1.25)},
+        {"id": 5, "source": "agent", "cause": 3, "observation": "run", "content": "B", "extras": {}},
+        {"id": 6, "source": "agent", "cause": 4, "observation": "run", "content": "C", "extras": {}},
+    ]
+    f = tmp_path / "run.json"
+    f.write_text(json.dumps(evs, indent=4))
+    s = trajkit.read(f)
+    assert [st.action for st in s.steps] == ["a", "b", "c"]
+    assert s.steps[0].usage == {"prompt_tokens": 100, "completion_tokens": 10, "cache_read_tokens": 0, "cache_write_tokens": 0, "model": "m"}
+    assert s.steps[0].cost == 0.5
+    assert s.steps[1].usage["prompt_tokens"] == 150 and s.steps[1].cost == 0.75
+    assert s.steps[2].usage is None and s.steps[2].cost is None  # same response as step 2
+    assert s.steps[1].parallel_group == "r2" == s.steps[2].parallel_group
+    assert s.event_by_id(3).tool_calls[0].arguments == {"command": "b"}
+    assert s.event_by_id(4).extra["cumulative_usage"]["prompt_tokens"] == 250

@@ -179,7 +179,9 @@ class Event:
     - ``call_id`` / ``cause``: on an observation, the tool call id it answers
       and the native id of the action event it answers.
     - ``response_id``: the LLM response that produced it (groups the actions
-      of one model call); ``usage``: token usage and cost attributed to it.
+      of one model call); ``usage``: the token usage and ``cost`` of that
+      model call, on the first event of the call only (never running
+      totals: a reader whose format stores totals takes differences).
     - ``reasoning``: model reasoning text carried by this event.
     - ``parent_id``: the native parent event when the format stores a tree.
     - ``ref``: where it was read from.

@@ -523,11 +523,19 @@ def to_event(raw: Any, ref: Ref) -> Event:
         if action == "message":
             content = a.get("content")
             _, rid, _, reasoning = _llm_facts(raw, args, action) if "tool_call_metadata" in raw else (None, None, None, None)
-            return Event(eid, MESSAGE, action, raw, source, "user" if source == "user" else "assistant", ts,
-                         content if type(content) is str else None, response_id=rid, reasoning=reasoning, ref=ref)
+            ev = Event(eid, MESSAGE, action, raw, source, "user" if source == "user" else "assistant", ts,
+                       content if type(content) is str else None, response_id=rid, reasoning=reasoning, ref=ref)
+            if "llm_metrics" in raw:
+                totals = _usage_of(get("llm_metrics"))
+                if totals is not None:
+                    ev.extra["cumulative_usage"] = totals
+            return ev
         if action == "system":
             content = a.get("content")
-            return Event(eid, SYSTEM, action, raw, source, "system", ts, content if type(content) is str else None, ref=ref)
+            ev = Event(eid, SYSTEM, action, raw, source, "system", ts, content if type(content) is str else None, ref=ref)
+            if type(a.get("tools")) is list:
+                ev.extra["tools"] = a["tools"]
+            return ev
         thought = a.get("thought")
         if type(thought) is not str or not thought.strip():
             thought = None
@@ -541,7 +549,10 @@ def to_event(raw: Any, ref: Ref) -> Event:
             return ev
         calls, rid, model, reasoning = _llm_facts(raw, args, action)
         ev = Event(eid, ACTION, action, raw, source, "assistant" if source == "agent" else None, ts, thought, calls,
-                   response_id=rid, reasoning=reasoning, usage=_usage_of(get("llm_metrics")), ref=ref)
+                   response_id=rid, reasoning=reasoning, ref=ref)
+        totals = _usage_of(get("llm_metrics"))
+        if totals is not None:
+            ev.extra["cumulative_usage"] = totals
         if action == "finish":
             ft = a.get("final_thought") or a.get("message")
             if type(ft) is str:
@@ -651,6 +662,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         session.diag("v0.no-events", "no view holds any events", ERROR if not present else WARNING, file=str(root))
     session.id = _session_id(lay, view_path)
     session.events = [to_event(r.value, r.ref) for r in raws]
+    attribute_usage(session.events)
     _check_ids(session, view)
     _task_text(session)
     _model_facts(session)
@@ -723,6 +735,8 @@ def _model_facts(session: Session) -> None:
                 for k in ("openhands_version", "agent_class"):
                     if a.get(k):
                         session.metadata[k] = a.get(k)
+                if a.get("openhands_version"):
+                    session.metadata["harness_version"] = a.get("openhands_version")
             break
     for e in session.events:
         if e.extra.get("model"):
@@ -763,8 +777,6 @@ def build_steps(session: Session) -> list[Step]:
                          WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
     steps: list[Step] = []
     unanswered: list[Any] = []
-    prev_usage: dict[str, Any] = {}
-    seen_responses: set[str] = set()
     done: set[int] = set()
     for e in events:
         raw = e.raw
@@ -772,15 +784,6 @@ def build_steps(session: Session) -> list[Step]:
         if type(eid) is not int or type(raw) is not dict or "action" not in raw or eid in done:
             continue
         done.add(eid)
-        usage = cost = None
-        if e.usage is not None:  # llm_metrics are running totals: a response's usage is the delta
-            rid = e.response_id
-            if rid is None or rid not in seen_responses:
-                usage = {k: (v - prev_usage.get(k, 0) if type(v) in (int, float) else v) for k, v in e.usage.items()}
-                cost = usage.pop("cost", None)
-            if rid:
-                seen_responses.add(rid)
-            prev_usage = e.usage
         action = e.type
         obs = answer.get(eid)
         if obs is None:
@@ -803,12 +806,40 @@ def build_steps(session: Session) -> list[Step]:
                 eid,
                 obs.id,
                 parallel_group=e.response_id if _parallel(raw) else None,
-                usage=usage,
-                cost=cost,
+                usage=_usage_tokens(e.usage),
+                cost=e.usage.get("cost") if e.usage else None,
             )
         )
     session.metadata["actions_without_observation"] = unanswered
     return steps
+
+
+def _usage_tokens(usage: dict[str, Any] | None) -> dict[str, Any] | None:
+    if usage is None:
+        return None
+    return {k: v for k, v in usage.items() if k != "cost"}
+
+
+def attribute_usage(events: list[Event]) -> None:
+    """Per-response usage from V0's running totals.
+
+    ``llm_metrics`` on an action holds the totals so far (kept in
+    ``extra["cumulative_usage"]``); the first event of each model response
+    gets the difference from the previous totals as its ``usage`` (tokens and
+    ``cost``); the other actions of a parallel response get none.
+    """
+    prev: dict[str, Any] = {}
+    seen: set[str] = set()
+    for e in events:
+        totals = e.extra.get("cumulative_usage") if e.extra else None
+        if totals is None:
+            continue
+        rid = e.response_id
+        if rid is None or rid not in seen:
+            e.usage = {k: (v - prev.get(k, 0) if type(v) in (int, float) else v) for k, v in totals.items()}
+        if rid:
+            seen.add(rid)
+        prev = totals
 
 
 def _parallel(raw: dict) -> bool:
