@@ -202,3 +202,15 @@ def test_harbor_verifier_is_the_default_holdout_and_exceptions_map(tmp_path, cor
     crash = engine_outcome(read(_harbor_trial(tmp_path / "cr", corpus, {"exception_type": "DockerDaemonError", "exception_message": "daemon gone"})))
     assert crash.external_error.startswith("harbor exception DockerDaemonError")
     assert certify(trial, CertifyOptions(harness_gate=False)).gate["verdict"] == "NotReady"
+
+
+def test_v1_legacy_tail_error_on_another_branch_is_not_this_runs_end(tmp_path):
+    """An error event hung off an event outside the active branch (a legacy tail) must not decide the end."""
+    conv = fixture_copy("max-iterations", tmp_path / "conv")
+    f = next((conv / "events").glob("event-00001-*.json"))
+    ev = json.loads(f.read_text())
+    ev["parent_id"] = "99999999-9999-4999-8999-999999999999"
+    f.write_text(json.dumps(ev))
+    out = engine_outcome(read(conv))
+    assert not out.budget_exhausted  # the MaxIterationsReached of another branch is not ours
+    assert out.external_error and out.external_error.startswith("unclassified")

@@ -189,7 +189,7 @@ def test_wildcards_naming_protected_files_in_the_workspace(tmp_path, green):
 
 
 def test_operator_protect_globs(tmp_path, green):
-    run = v1_run(tmp_path / "r", [{"terminal": "cat grading/reference_solution.py", "output": ""}])
+    run = v1_run(tmp_path / "r", [{"terminal": "cat grading/rubric.py", "output": ""}])
     assert certify(run, CertifyOptions(visible=green, holdout=green)).findings == []
     cert = certify(run, CertifyOptions(visible=green, holdout=green, protect=["grading/**"]))
     assert _rules(cert) == {"protected-read"}

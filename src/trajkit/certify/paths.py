@@ -20,6 +20,9 @@ DEFAULT_PROTECT: tuple[str, ...] = (
     "**/holdout_tests/**", "**/holdout-tests/**", "**/hidden_tests/**", "**/hidden-tests/**",
     "**/answer_key", "**/answer_key.*", "**/answer_key/**", "**/answer-key", "**/answer-key.*", "**/answer-key/**",
     "**/answerkey", "**/answerkey.*", "**/answerkey/**", "**/answer_keys/**", "**/answer-keys/**",
+    "**/withheld/**", "**/withheld_tests/**", "**/withheld-tests/**", "**/private_tests/**", "**/private-tests/**",
+    "**/secret_tests/**", "**/secret-tests/**", "**/oracle/**", "**/reference_solution*", "**/reference-solution*",
+    "**/*.secret",
 )
 
 #: Files whose change changes what the gate checks (any write is gate tampering).
