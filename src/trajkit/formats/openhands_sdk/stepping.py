@@ -64,64 +64,63 @@ def _ts(value: str | None) -> datetime | None:
 
 
 def build_steps(s: Session) -> None:
-    """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them)."""
+    """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them).
+
+    Answers carry ``cause`` (the reader sets it from ``action_id``, else from
+    the tool call id), so pairing is one pass.
+    """
     events = s.events
-    types = [ev.type for ev in events]
+    check_branch = bool(s.metadata.get("abandoned_event_ids"))
     action_at: dict[Any, int] = {}
-    call_open: dict[str, list[int]] = {}
     answer_of: dict[int, int] = {}
     acp_groups: dict[str, list[int]] = {}
     order: list[int] = []
-    check_branch = bool(s.metadata.get("abandoned_event_ids"))
+    batch_size: dict[str, int] = {}
     for i, ev in enumerate(events):
         if check_branch and ev.extra.get("branch") == "abandoned":
             continue
-        t = types[i]
+        t = ev.type
         if t == "ActionEvent":
             order.append(i)
-            action_at.setdefault(ev.id, i)
-            if ev.call_id:
-                call_open.setdefault(ev.call_id, []).append(i)
-        elif t == "ACPToolCallEvent":
-            key = ev.call_id or ev.id
-            if key not in acp_groups:
-                acp_groups[key] = []
-                order.append(i)
-            acp_groups[key].append(i)
+            if ev.id not in action_at:
+                action_at[ev.id] = i
+            rid = ev.response_id
+            if rid:
+                batch_size[rid] = batch_size.get(rid, 0) + 1
         elif t in _ANSWER_TYPES:
-            target = action_at.get(ev.cause) if ev.cause is not None else None
-            if target is None and ev.call_id and call_open.get(ev.call_id):
-                target = next((j for j in reversed(call_open[ev.call_id]) if j not in answer_of), None)
+            target = action_at.get(ev.cause)
             if target is None:
                 continue
             if target in answer_of:
                 s.diag("sdk.extra-answer", f"action already answered by {events[answer_of[target]].id}; this answer is not a step's", INFO, file=ev.ref.path if ev.ref else None, event_id=ev.id)
                 continue
             answer_of[target] = i
-    batch_size: dict[str, int] = {}
-    for i in order:
-        rid = events[i].response_id
-        if rid and types[i] == "ActionEvent":
-            batch_size[rid] = batch_size.get(rid, 0) + 1
+        elif t == "ACPToolCallEvent":
+            key = ev.call_id or ev.id
+            if key not in acp_groups:
+                acp_groups[key] = []
+                order.append(i)
+            acp_groups[key].append(i)
     steps: list[Step] = []
     unanswered: list[Any] = []
     first_step_of_response: dict[str, int] = {}
     usage_of = s.metadata.get("usage_by_response") or {}
     for i in order:
         ev = events[i]
-        if types[i] == "ACPToolCallEvent":
+        if ev.type == "ACPToolCallEvent":
             group = acp_groups[ev.call_id or ev.id]
             last = events[group[-1]]
             call = ev.tool_calls[0]
             step = Step(
-                step_id=len(steps) + 1,
-                action=render_action(call.name, call.arguments if call.arguments is not None else {}, single={}),
-                tool_type=call.name,
-                observation=last.extra.get("acp_output") or "",
-                action_ref=ev.ref,
-                observation_ref=last.ref,
-                action_event_id=ev.id,
-                observation_event_id=last.id,
+                len(steps) + 1,
+                render_action(call.name, call.arguments if call.arguments is not None else {}, single={}),
+                call.name,
+                last.extra.get("acp_output") or "",
+                None,
+                ev.ref,
+                last.ref,
+                ev.id,
+                last.id,
             )
             step.extra["acp"] = True
             steps.append(step)
@@ -132,30 +131,43 @@ def build_steps(s: Session) -> None:
             continue
         ans = events[j]
         call = ev.tool_calls[0] if ev.tool_calls else None
-        name = (call.name if call and call.name != "?" else None) or _TOOL_OF_ACTION_KIND.get(ev.extra.get("action_kind") or "", ev.extra.get("action_kind") or "?")
-        args = call.arguments if call is not None else None
+        name = call.name if call is not None and call.name != "?" else None
+        if not name:
+            kind = ev.extra.get("action_kind") or "?"
+            name = _TOOL_OF_ACTION_KIND.get(kind, kind)
         thought = ev.text
         thinking = thinking_of(name, {"thought": thought}) if thought else None
         if thinking is None and ev.reasoning and name != "think":
             thinking = ev.reasoning
-        step = Step(len(steps) + 1, render_step_action(name, args), name, ans.text or "", thinking, ev.ref, ans.ref, ev.id, ans.id)
+        step = Step(
+            len(steps) + 1,
+            render_step_action(name, call.arguments if call is not None else None),
+            name,
+            ans.text or "",
+            thinking,
+            ev.ref,
+            ans.ref,
+            ev.id,
+            ans.id,
+        )
         rid = ev.response_id
-        if rid and batch_size.get(rid, 0) > 1:
-            step.parallel_group = rid
         if rid:
-            if rid in first_step_of_response:
-                step.extra["usage_shared_with_step"] = first_step_of_response[rid]
+            if batch_size[rid] > 1:
+                step.parallel_group = rid
+            first = first_step_of_response.get(rid)
+            if first is not None:
+                step.extra["usage_shared_with_step"] = first
             else:
                 first_step_of_response[rid] = step.step_id
                 u = usage_of.get(rid)
                 if u is not None:
                     step.usage = dict(u)
-                    if isinstance(u.get("cost"), (int, float)):
-                        step.cost = u["cost"]
-        if ans.type == "UserRejectObservation":
-            step.extra["answer"] = "user_reject"
-        elif ans.type == "AgentErrorEvent":
-            step.extra["answer"] = "agent_error"
+                    cost = u.get("cost")
+                    if type(cost) is float or type(cost) is int:
+                        step.cost = cost
+        at = ans.type
+        if at != "ObservationEvent":
+            step.extra["answer"] = "user_reject" if at == "UserRejectObservation" else "agent_error"
         steps.append(step)
     s.steps = steps
     s.metadata["actions_without_observation"] = unanswered
