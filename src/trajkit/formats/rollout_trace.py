@@ -459,7 +459,7 @@ def _load_records(path: Path, session: Session, options: ReadOptions) -> list[tu
             session.diagnostics.append(d)
         return []
     if not data or data.isspace():
-        session.diag("file.empty", "the trace file is empty: no calls were captured", WARNING, file=file)
+        session.diag("file.empty", "the trace file is empty: no calls were captured", ERROR, file=file)
         return []
     if path.suffix != ".jsonl":
         value, d = loads(data, file)
