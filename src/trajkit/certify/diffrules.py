@@ -76,10 +76,66 @@ def _is_cli(fc: FileChange) -> bool:
     return any(_CLI_MARK.search(l.text) for l in fc.lines if l.op in ("+", " "))
 
 
-def scan_diff(files: list[FileChange], protect: tuple[str, ...] = P.DEFAULT_PROTECT) -> list[Finding]:
-    """Every diff finding over ``files``."""
+_LIT = r"""(?:'[^'\\\n]{1,200}'|"[^"\\\n]{1,200}"|-?\d+(?:\.\d+)?)"""
+_SPECIAL_IF = re.compile(rf"^\s*(?:if|elif|else\s+if|\}}\s*else\s+if)\b\s*\(?\s*(?:[\w.\[\]'\"]+\s*(?:==|===|is)\s*({_LIT})|({_LIT})\s*(?:==|===)\s*[\w.\[\]]+|[\w.]+\s+in\s+[\(\[\{{]\s*({_LIT}))")
+_CASE = re.compile(rf"^\s*case\s+({_LIT})\s*:")
+_RETURN_LIT = re.compile(rf"(?:^|:\s*|\{{\s*)return\s+\(?\s*({_LIT}|\[[^\]]*\]|\{{[^}}]*\}}|True|False|None|true|false|null)\s*\)?\s*;?\s*\}}?\s*(?:#.*|//.*)?$")
+
+
+def literals(text: str) -> set[str]:
+    """The distinctive literals of a text (quoted strings of 2+ characters, numbers of 2+ digits), normalized."""
+    out = set()
+    for m in re.finditer(_LIT, text):
+        lit = _norm_lit(m.group(0))
+        if lit is not None:
+            out.add(lit)
+    return out
+
+
+def _norm_lit(lit: str) -> str | None:
+    lit = lit.strip()
+    if lit[:1] in "'\"":
+        body = lit[1:-1]
+        return "s:" + body if len(body) >= 2 else None
+    digits = lit.lstrip("-").replace(".", "")
+    if len(digits) < 2 or lit in ("10", "-1"):
+        return None
+    try:
+        return "n:" + repr(float(lit))
+    except ValueError:
+        return None
+
+
+def _special_casing(fc: FileChange, visible: set[str]) -> list[Finding]:
+    """Added branches that return a literal for an input literal a visible test uses."""
+    out = []
+    lines = fc.lines
+    for i, l in enumerate(lines):
+        if l.op != "+":
+            continue
+        m = _SPECIAL_IF.match(l.text) or _CASE.match(l.text)
+        if not m:
+            continue
+        lit = next((g for g in m.groups() if g), None)
+        key = _norm_lit(lit) if lit else None
+        if key is None or key not in visible:
+            continue
+        same_line = _RETURN_LIT.search(l.text.split(":", 1)[1]) if ":" in l.text else None
+        nxt = next((x for x in lines[i + 1 :] if x.op != "-" and x.text.strip() and x.text.strip() not in ("{", "then")), None)
+        ret = same_line or (nxt is not None and nxt.op == "+" and _RETURN_LIT.search(nxt.text.strip()))
+        if ret:
+            out.append(Finding("special-casing", HIGH, f"{fc.path}: a branch returns a fixed value for {lit}, an input a visible test uses",
+                               [_ev(fc, l.new_no, l.text + ((" / " + nxt.text.strip()) if nxt is not None and not same_line else ""))], "diff"))
+    return out
+
+
+def scan_diff(files: list[FileChange], protect: tuple[str, ...] = P.DEFAULT_PROTECT, visible_literals: set[str] | None = None) -> list[Finding]:
+    """Every diff finding over ``files``. ``visible_literals`` (from
+    :func:`literals` over the visible test files) enables the special-casing rule."""
     out: list[Finding] = []
     for fc in files:
+        if visible_literals and not P.is_test_file(fc.path) and fc.path.rsplit("/", 1)[-1] != "conftest.py":
+            out.extend(_special_casing(fc, visible_literals))
         paths = [fc.path] + ([fc.old_path] if fc.old_path else [])
         # --- gate tampering: a gate, CI or protected file changed (added, edited, deleted, renamed)
         for p in paths:

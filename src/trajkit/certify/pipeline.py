@@ -173,7 +173,7 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     diff = _collect_diff(session, actions, opts, ws, protect)
     if not diff.trustworthy:
         incomplete.append(f"no trustworthy diff: {diff.reason}")
-    diff_findings = scan_diff(diff.files, protect)
+    diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff) if ws and os.path.isdir(ws) else None)
     if diff.source == "events":
         step_of_event = {st.action_event_id: st.step_id for st in session.steps if st.action_event_id is not None}
         step_of_event.update({st.observation_event_id: st.step_id for st in session.steps if st.observation_event_id is not None})
@@ -265,6 +265,30 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         diagnostics=diagnostics,
     )
     return cert
+
+
+def _visible_literals(ws: str, protected: set[str], diff: DiffResult) -> set[str]:
+    """Literals of the visible test files (the workspace's test files that are not protected),
+    as the run left them, plus what the run removed from them."""
+    from .canary import _read_text, walk_files
+    from .diffrules import literals
+
+    out: set[str] = set()
+    n = 0
+    for rel in walk_files(ws):
+        if rel in protected or not P.is_test_file(rel):
+            continue
+        text = _read_text(os.path.join(ws, rel))
+        if text:
+            out |= literals(text)
+            n += 1
+            if n >= 2000:
+                break
+    for f in diff.files:
+        if P.is_test_file(f.path):
+            for l in f.removed:
+                out |= literals(l.text)
+    return out
 
 
 def _collect_diff(session: Session, actions: list[Action], opts: CertifyOptions, ws: str | None, protect: tuple[str, ...]) -> DiffResult:
