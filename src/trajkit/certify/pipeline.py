@@ -172,7 +172,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     # --- diff
     diff = _collect_diff(session, actions, opts, ws, protect)
     if not diff.trustworthy:
-        incomplete.append(f"no trustworthy diff: {diff.reason}")
+        hint = " (certify with --workspace on the git work tree and --base REV, or --before, for a real diff)" if diff.source == "events" else ""
+        incomplete.append(f"no trustworthy diff: {diff.reason}{hint}")
     diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff) if ws and os.path.isdir(ws) else None)
     if diff.source == "events":
         step_of_event = {st.action_event_id: st.step_id for st in session.steps if st.action_event_id is not None}
