@@ -172,7 +172,7 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     # --- diff
     diff = _collect_diff(session, actions, opts, ws, protect)
     if not diff.trustworthy:
-        hint = " (certify with --workspace on the git work tree and --base REV, or --before, for a real diff)" if diff.source == "events" else ""
+        hint = " (certify with --workspace on the git work tree and --base REV for a real diff)" if diff.source == "events" else ""
         incomplete.append(f"no trustworthy diff: {diff.reason}{hint}")
     diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff) if ws and os.path.isdir(ws) else None)
     if diff.source == "events":
