@@ -214,3 +214,9 @@ def test_v1_legacy_tail_error_on_another_branch_is_not_this_runs_end(tmp_path):
     out = engine_outcome(read(conv))
     assert not out.budget_exhausted  # the MaxIterationsReached of another branch is not ours
     assert out.external_error and out.external_error.startswith("unclassified")
+
+
+def test_generic_chat_format_ends_with_a_final_answer(corpus):
+    """The opencode proxy trace (a generic tool-call format) ends with an assistant message that calls no tool."""
+    out = engine_outcome(read(corpus / "opencode" / "proxy_trace_synthetic.jsonl"))
+    assert out.reached_end and out.claimed_success and out.status == "final-answer"

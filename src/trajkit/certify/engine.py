@@ -297,6 +297,10 @@ def _generic(session: Session) -> EngineOutcome:
     for e in reversed(session.events):
         if e.kind == ACTION and any((c.name or "").lower() in ("finish", "submit", "attempt_completion", "task_complete") for c in e.tool_calls):
             return EngineOutcome(True, status="finish", signal="finish / submit tool call", claimed_success=True, evidence=[{"event_id": e.id}])
-        if e.kind in (ACTION, OBSERVATION):
+        if e.kind == MESSAGE and (e.role == "assistant" or (e.source or "") in ("agent", "assistant")) and not e.tool_calls:
+            # a chat agent ends its turn with a final answer that calls no tool
+            return EngineOutcome(True, status="final-answer", signal="final assistant message without tool calls", claimed_success=True,
+                                 evidence=[{"event_id": e.id}])
+        if e.kind in (ACTION, OBSERVATION, MESSAGE):
             break
     return EngineOutcome(False, status=None, signal=f"no end signal known for format {session.format}")
