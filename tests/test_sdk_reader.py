@@ -148,6 +148,9 @@ def test_subagent_is_a_child_matched_by_usage_metrics(subagent):
     assert s.steps[0].observation == "Action rejected: Not yet, try again"
     assert s.steps[0].extra["answer"] == "user_reject"
     assert s.metadata["security_analyzer"] == "LLMSecurityAnalyzer"
+    first = s.events[2]
+    assert first.extra["security_risk"] == "LOW"  # an analyzer was set, so the model's value stands
+    assert first.extra["analyzed_risk"] == {"risk": "LOW", "analysis_event_id": s.events[3].id}
     assert s.metadata["confirmation_policy"] == "NeverConfirm"
     # the child's usage lives in the parent's task:<id> metrics
     assert s.metadata["usage_by_response"]["chatcmpl-stub-0004"]["usage_id"] == "task:task_00000001"

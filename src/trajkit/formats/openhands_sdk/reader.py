@@ -802,6 +802,14 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
 
     s.id = md.get("conversation_id") or (isinstance(meta_raw, dict) and (meta_raw.get("conversation_id") or meta_raw.get("id"))) or root.name
 
+    # --- the security analyzer's verdict, on the actions it judged
+    for ev in events:
+        if ev.type == "SecurityAnalysisEvent":
+            for action_id, risk in (ev.extra.get("risks") or {}).items():
+                j = seen_ids.get(action_id)
+                if j is not None and events[j].type == "ActionEvent":
+                    events[j].extra["analyzed_risk"] = {"risk": risk, "analysis_event_id": ev.id}
+
     # --- usage per response (first event of a response carries it)
     given: set[str] = set()
     for ev in events:
