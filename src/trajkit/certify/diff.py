@@ -247,6 +247,20 @@ def _git(cwd: str, *args: str, env: dict[str, str] | None = None, check: bool = 
     return proc
 
 
+_GIT_VERSION: list[str] = []
+
+
+def git_version() -> str | None:
+    """The installed git's version string (cached), or None without git."""
+    if not _GIT_VERSION:
+        try:
+            out = subprocess.run(["git", "--version"], capture_output=True, timeout=30).stdout.decode().strip()
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        _GIT_VERSION.append(out.replace("git version ", "") or "")
+    return _GIT_VERSION[0] or None
+
+
 def is_git_workspace(workspace: str) -> bool:
     """Whether ``workspace`` is inside a git work tree (and git is installed)."""
     if shutil.which("git") is None or not os.path.isdir(workspace):

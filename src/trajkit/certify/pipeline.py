@@ -265,6 +265,11 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         criteria_met=proj.criteria_met,
         diagnostics=diagnostics,
     )
+    cert.versions["reader_format"] = session.format
+    if diff.source == "git":
+        from .diff import git_version
+
+        cert.versions["git"] = git_version()
     return cert
 
 
