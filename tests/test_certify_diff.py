@@ -156,3 +156,25 @@ def test_writes_outside_the_workspace_and_branch_switches_keep_a_rebuilt_diff_tr
     vis = junit(tmp_path / "v.xml", {"a": "passed"})
     cert = certify(run, CertifyOptions(visible=[str(vis)], holdout=[str(vis)]))
     assert cert.diff["trustworthy"] and cert.state == "Succeeded", cert.reason
+
+
+def test_virtualenvs_and_caches_in_the_workspace_are_not_the_change(tmp_path):
+    ws = tmp_path / "ws"
+    base = git_repo(ws, BASE)
+    sp = ws / ".venv" / "lib" / "python3.11" / "site-packages"
+    sp.mkdir(parents=True)
+    (sp / "distutils-precedence.pth").write_text("import os\n")
+    (sp / "_virtualenv.py").write_text("x = 1\n")
+    (ws / "src" / "__pycache__").mkdir()
+    (ws / "src" / "__pycache__" / "calc.cpython-311.pyc").write_bytes(b"\x00\x01")
+    (ws / ".pytest_cache").mkdir()
+    (ws / ".pytest_cache" / "README.md").write_text("cache\n")
+    (ws / "src" / "pkg.egg-info").mkdir()
+    (ws / "src" / "pkg.egg-info" / "SOURCES.txt").write_text("src/calc.py\n")
+    (ws / "src" / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+    d = git_diff(str(ws), base, force_include=["**/*.pth", "**/conftest.py"])
+    assert [f.path for f in d.files] == ["src/calc.py"]
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    run = v1_run(tmp_path / "conv", [{"terminal": "python -m venv .venv && .venv/bin/pip install -e .", "output": "ok"}])
+    cert = certify(run, CertifyOptions(workspace=str(ws), base=base, visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.findings == [] and cert.state == "Succeeded", cert.reason

@@ -212,6 +212,19 @@ def parse_unified(text: str, source: str = "git") -> list[FileChange]:
 
 # ---------------------------------------------------------------- git
 
+#: Environment and cache directories: never part of the change (pytest does not
+#: collect from them either). A virtualenv's ``*.pth`` files are not gate tampering.
+ENV_DIRS = (".venv", "venv", ".virtualenv", ".tox", ".nox", "node_modules", "__pycache__", ".pytest_cache",
+            ".mypy_cache", ".ruff_cache", ".hypothesis", "site-packages", ".eggs", "*.egg-info")
+
+
+def _in_env_dir(path: str) -> bool:
+    import fnmatch
+
+    parts = path.replace("\\", "/").split("/")[:-1]
+    return any(fnmatch.fnmatch(p, d) for p in parts for d in ENV_DIRS)
+
+
 class _GitError(Exception):
     pass
 
@@ -301,7 +314,7 @@ def git_diff(workspace: str, base: str | None = None, force_include: list[str] |
         objects = _git(top, "rev-parse", "--git-path", "objects").stdout.decode().strip()
         objects = os.path.abspath(os.path.join(top, objects))
         rel_ws = os.path.relpath(ws, top)
-        pathspec = [] if rel_ws == "." else ["--", rel_ws]
+        pathspec = ["--", rel_ws if rel_ws != "." else "."] + [f":(exclude,glob){'' if rel_ws == '.' else rel_ws + '/'}**/{d}/**" for d in ENV_DIRS]
         with tempfile.TemporaryDirectory(prefix="trajkit-git-") as tmp:
             env = {
                 "GIT_INDEX_FILE": os.path.join(tmp, "index"),
@@ -313,11 +326,12 @@ def git_diff(workspace: str, base: str | None = None, force_include: list[str] |
                 _git(top, "read-tree", "--empty", env=env, extra_cfg=extra_cfg)
             else:
                 _git(top, "read-tree", rev_id, env=env, extra_cfg=extra_cfg)
-            _git(top, "add", "-A", *(pathspec or ["--", "."]), env=env, extra_cfg=extra_cfg, timeout=600)
+            _git(top, "add", "-A", *pathspec, env=env, extra_cfg=extra_cfg, timeout=600)
             notes = []
             if force_include:
                 ign = _git(top, "ls-files", "-z", "--others", "--ignored", "--exclude-standard", *pathspec, env=env, extra_cfg=extra_cfg).stdout
-                hits = [f for f in ign.decode("utf-8", "replace").split("\0") if f and match_any(os.path.relpath(os.path.join(top, f), ws), force_include)]
+                hits = [f for f in ign.decode("utf-8", "replace").split("\0")
+                        if f and not _in_env_dir(f) and match_any(os.path.relpath(os.path.join(top, f), ws), force_include)]
                 if hits:
                     notes.append(f"{len(hits)} git-ignored file(s) on the gate/protected set included: {', '.join(hits[:5])}")
                     for i in range(0, len(hits), 200):
