@@ -110,6 +110,7 @@ def test_timestamps_take_a_zone(condensation):
     s = read(condensation, ReadOptions(tz="Europe/Paris"))
     assert s.events[2].timestamp == "2026-11-29T17:47:06.717083+01:00"
     assert s.events[2].raw["timestamp"] == "2026-11-29T17:47:06.717083"
+    assert "sdk.unknown-view" in {d.code for d in read(condensation, ReadOptions(view="flat_export")).diagnostics}
     bad = read(condensation, ReadOptions(tz="Not/AZone"))
     assert any(d.code == "sdk.bad-timezone" for d in bad.diagnostics)
     assert bad.events[2].timestamp == "2026-11-29T17:47:06.717083"

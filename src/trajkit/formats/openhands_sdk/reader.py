@@ -579,6 +579,8 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
 def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> Session:
     s = Session(format=FORMAT_NAME, source_path=str(root), view="events")
     tz = _zone(options.tz, s)
+    if options.view not in (None, "events"):
+        s.diag("sdk.unknown-view", f"view {options.view!r} asked for; an SDK conversation has one view, events", WARNING)
     cap = options.max_file_bytes
     root_s = str(root)
     if not root.is_dir():
