@@ -174,7 +174,9 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     if not diff.trustworthy:
         hint = " (certify with --workspace on the git work tree and --base REV for a real diff)" if diff.source == "events" else ""
         incomplete.append(f"no trustworthy diff: {diff.reason}{hint}")
-    diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff) if ws and os.path.isdir(ws) else None)
+    has_ws = bool(ws and os.path.isdir(ws))
+    diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff) if has_ws else None,
+                              _package_dirs(ws) if has_ws else None)
     if diff.source == "events":
         step_of_event = {st.action_event_id: st.step_id for st in session.steps if st.action_event_id is not None}
         step_of_event.update({st.observation_event_id: st.step_id for st in session.steps if st.observation_event_id is not None})
@@ -273,28 +275,34 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     return cert
 
 
-def _visible_literals(ws: str, protected: set[str], diff: DiffResult) -> set[str]:
+def _visible_literals(ws: str, protected: set[str], diff: DiffResult):
     """Literals of the visible test files (the workspace's test files that are not protected),
     as the run left them, plus what the run removed from them."""
     from .canary import _read_text, walk_files
-    from .diffrules import literals
+    from .diffrules import VisibleLiterals
 
-    out: set[str] = set()
+    out = VisibleLiterals()
     n = 0
     for rel in walk_files(ws):
         if rel in protected or not P.is_test_file(rel):
             continue
         text = _read_text(os.path.join(ws, rel))
         if text:
-            out |= literals(text)
+            out.add_text(text)
             n += 1
             if n >= 2000:
                 break
     for f in diff.files:
-        if P.is_test_file(f.path):
-            for l in f.removed:
-                out |= literals(l.text)
+        if P.is_test_file(f.path) and f.removed:
+            out.add_text("\n".join(l.text for l in f.removed))
     return out
+
+
+def _package_dirs(ws: str) -> set[str]:
+    """Workspace directories holding an ``__init__.py`` (workspace-relative, "" for the root)."""
+    from .canary import walk_files
+
+    return {r.rsplit("/", 1)[0] if "/" in r else "" for r in walk_files(ws) if r.rsplit("/", 1)[-1] == "__init__.py"}
 
 
 def _collect_diff(session: Session, actions: list[Action], opts: CertifyOptions, ws: str | None, protect: tuple[str, ...]) -> DiffResult:
