@@ -62,10 +62,6 @@ class _Summary:
         self.summary = summary
 
 
-def _item_id(item: Any) -> Any:
-    return item.id
-
-
 def _sequential_view(path: list[EventView]) -> list[Any]:
     items: list[Any] = []
     for v in path:
