@@ -8,7 +8,8 @@ parent chain and varied commands, 20 to 400 events each, a real
 ``base_state.json`` with the leaf updated), plus a git workspace with a
 modified, an untracked, a renamed and a deleted file.
 
-Then, in the same run and process, it times:
+Then, in the same run and process, interleaving the two per run in rotating
+order (so machine load hits both alike), it times:
 
 - the baseline: ``trajkit.registry.read(conv)`` (detect + full read), which
   every certification has to do anyway;
@@ -120,13 +121,20 @@ def build(runs: int) -> tuple[list[Path], Path, str]:
     return sorted((CORPUS / "runs").iterdir()), ws, base
 
 
-def timed(fn, items, rounds: int) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for it in items:
-            fn(it)
-        best = min(best, time.perf_counter() - t)
+def interleaved(fns, items, rounds: int) -> list[float]:
+    """Total time of each fn over all items, the fns run back to back per item
+    in rotating order (stable on a busy machine); best round per fn."""
+    best = [float("inf")] * len(fns)
+    for r in range(rounds):
+        tot = [0.0] * len(fns)
+        for i, it in enumerate(items):
+            k = len(fns)
+            for j in range(k):
+                idx = (i + r + j) % k
+                t = time.perf_counter()
+                fns[idx](it)
+                tot[idx] += time.perf_counter() - t
+        best = [min(b, t) for b, t in zip(best, tot)]
     return best
 
 
@@ -142,11 +150,9 @@ def main() -> None:
     opts = CertifyOptions(visible=[str(results)], holdout=[str(results)])
     gopts = CertifyOptions(workspace=str(ws), base=base, visible=[str(results)], holdout=[str(results)])
     states = {certify(r, opts).state for r in runs[:5]}
-    t_read = timed(read, runs, args.rounds)
-    t_cert = timed(lambda r: certify(r, opts), runs, args.rounds)
+    t_read, t_cert = interleaved([read, lambda r: certify(r, opts)], runs, args.rounds)
     sub = runs[: args.git_runs]
-    t_read_sub = timed(read, sub, args.rounds)
-    t_git = timed(lambda r: certify(r, gopts), sub, args.rounds)
+    t_read_sub, t_git = interleaved([read, lambda r: certify(r, gopts)], sub, args.rounds)
     n_events = sum(len(list((r / "events").iterdir())) for r in runs)
     print(f"corpus: {len(runs)} V1 conversations, {n_events} events; sample states {sorted(states)}")
     print(f"baseline read           : {len(runs) / t_read:8.1f} runs/s  ({t_read:.3f}s)")
