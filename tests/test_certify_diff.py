@@ -60,13 +60,17 @@ def test_bad_base_is_untrustworthy(tmp_path):
     assert not d.trustworthy and "does not resolve" in d.reason
 
 
-def test_repository_without_commits_diffs_against_the_empty_tree(tmp_path):
+def test_repository_without_commits_has_no_trustworthy_diff(tmp_path):
     ws = tmp_path / "ws"
     ws.mkdir()
     git(ws, "init", "-q")
     (ws / "a.py").write_text("x = 1\n")
+    (ws / "conftest.py").write_text("import pytest\n")  # was there before the run: must not read as tampering
     d = git_diff(str(ws))
-    assert d.trustworthy and [f.path for f in d.files] == ["a.py"]
+    assert not d.trustworthy and d.files == [] and "no commits" in d.reason
+    vis = junit(tmp_path / "v.xml", {"a": "passed"})
+    cert = certify(v1_run(tmp_path / "conv", [{"terminal": "ls", "output": ""}]), CertifyOptions(workspace=str(ws), visible=[str(vis)], holdout=[str(vis)]))
+    assert cert.state == "FailedUnverifiable" and "no commits" in cert.reason and cert.findings == []
 
 
 def test_workspace_below_the_repository_root(tmp_path):

@@ -24,7 +24,6 @@ from typing import Any
 
 from ..model import OBSERVATION, Session
 
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 ADDED, MODIFIED, DELETED, RENAMED = "added", "modified", "deleted", "renamed"
 
 
@@ -300,7 +299,8 @@ def git_diff(workspace: str, base: str | None = None, force_include: list[str] |
             if base is None:
                 has_head = _git(top, "rev-parse", "--verify", "--quiet", "HEAD", check=False).returncode == 0
                 if not has_head:
-                    rev_id, rev_label = EMPTY_TREE, "empty tree (repository has no commits)"
+                    # every file would look added (a pre-existing conftest.py included): no base, no diff
+                    return DiffResult("git", False, f"{top} has no commits and no --base was given: nothing marks the start of the run", base=None)
                 else:
                     return DiffResult("git", False, "HEAD does not resolve", base=rev)
             else:
@@ -322,10 +322,7 @@ def git_diff(workspace: str, base: str | None = None, force_include: list[str] |
                 "GIT_ALTERNATE_OBJECT_DIRECTORIES": objects,
             }
             os.makedirs(os.path.join(tmp, "objects"))
-            if rev_id == EMPTY_TREE:
-                _git(top, "read-tree", "--empty", env=env, extra_cfg=extra_cfg)
-            else:
-                _git(top, "read-tree", rev_id, env=env, extra_cfg=extra_cfg)
+            _git(top, "read-tree", rev_id, env=env, extra_cfg=extra_cfg)
             _git(top, "add", "-A", *pathspec, env=env, extra_cfg=extra_cfg, timeout=600)
             notes = []
             if force_include:
