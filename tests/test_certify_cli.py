@@ -168,3 +168,13 @@ def test_fcr_parallel_over_corpus(cli, corpus):
     assert doc["runs"] == 6
     assert sum(doc["states"].values()) == 6
     assert all(r["state"] for r in doc["runs_detail"])
+
+
+def test_patch_file_is_the_diff(cli, tmp_path, green):
+    patch = tmp_path / "submission.patch"
+    patch.write_text(
+        "diff --git a/conftest.py b/conftest.py\nnew file mode 100644\n--- /dev/null\n+++ b/conftest.py\n@@ -0,0 +1,2 @@\n"
+        "+def pytest_collection_modifyitems(items):\n+    items[:] = []\n")
+    doc = _cert(cli("certify", FIN, "--visible", green, "--holdout", green, "--patch", patch, "--json"))
+    assert doc["diff"]["source"] == "patch" and doc["state"] == "FailedSafety"
+    assert {"gate-tampering", "report-patching"} <= {f["rule"] for f in doc["findings"]}
