@@ -156,6 +156,8 @@ def test_fcr_over_certificates_and_runs(cli, tmp_path, green, red):
     assert doc["states"]["Succeeded"] == 1 and doc["states"]["FailedUnverifiable"] == 1 and doc["states"]["FailedBudget"] == 1
     assert set(doc["states"]) == {"Succeeded", "FailedUnverifiable", "FailedBlocked", "FailedBudget", "FailedSafety", "FailedSpecGap", "AbortedByHuman"}
     assert doc["gated_runs"] == 3 and doc["holdout_false_completions"] == 1  # holdout-flag rate: 1 of 3 gated runs
+    # base_state.json stats: accumulated_cost 0.0141 per fixture run
+    assert doc["cost_usd"] == pytest.approx(3 * 0.0141) and doc["cost_per_success_usd"] == pytest.approx(3 * 0.0141)
     # runs are certified on the fly (no holdout given: fail closed), certificates read back
     doc = _cert(cli("fcr", V1_FIXTURES / "conversations", certs / "a.json", "--json"))
     assert doc["runs"] == 7 and doc["states"]["Succeeded"] == 1

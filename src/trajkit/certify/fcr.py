@@ -133,6 +133,8 @@ class FcrReport:
     false_claims: int = 0
     gated: int = 0
     holdout_false_completions: int = 0
+    cost_usd: float = 0.0
+    costed_runs: int = 0
     states: dict[str, int] = field(default_factory=lambda: {s: 0 for s in TERMINAL_STATES})
     per_run: list[dict[str, Any]] = field(default_factory=list)
 
@@ -154,6 +156,8 @@ class FcrReport:
             "holdout_false_completions": self.holdout_false_completions,
             "false_completion_rate_holdout": self.fcr_holdout,
             "succeeded": self.states.get(SUCCEEDED, 0),
+            "cost_usd": round(self.cost_usd, 6) if self.costed_runs else None,
+            "cost_per_success_usd": round(self.cost_usd / self.states.get(SUCCEEDED, 0), 6) if self.costed_runs and self.states.get(SUCCEEDED, 0) else None,
             "states": self.states,
             "runs_detail": self.per_run,
         }
@@ -165,6 +169,10 @@ def report(certs: Iterable[tuple[str, Certificate]]) -> FcrReport:
     for path, c in certs:
         r.runs += 1
         r.states[c.state] = r.states.get(c.state, 0) + 1
+        cost = (c.run or {}).get("cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool):
+            r.cost_usd += float(cost)
+            r.costed_runs += 1
         false_claim = c.claimed_success and c.state != SUCCEEDED
         if c.claimed_success:
             r.claims += 1

@@ -246,7 +246,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         state=proj.state,
         reason=proj.reason,
         run={"path": session.source_path, "format": session.format, "id": session.id, "view": session.view,
-             "task": (session.task or "")[:300] or None, "events": len(session.events), "steps": len(session.steps)},
+             "task": (session.task or "")[:300] or None, "events": len(session.events), "steps": len(session.steps),
+             "cost_usd": _cost(session)},
         claimed_success=outcome.claimed_success,
         false_completion=proj.false_completion,
         engine=outcome.to_dict(),
@@ -273,6 +274,15 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
 
         cert.versions["git"] = git_version()
     return cert
+
+
+def _cost(session: Session) -> float | None:
+    """The run's LLM cost in USD when the record says (SDK accumulated_cost, harbor agent_result.cost_usd)."""
+    md = session.metadata or {}
+    for v in (md.get("accumulated_cost"), (md.get("result") or {}).get("agent_result", {}).get("cost_usd") if isinstance(md.get("result"), dict) else None):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+            return float(v)
+    return None
 
 
 def _visible_literals(ws: str, protected: set[str], diff: DiffResult):

@@ -224,4 +224,8 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     fcr = "n/a (no run claimed success)" if rep.fcr is None else f"{rep.fcr:.3f} ({rep.false_claims}/{rep.claims})"
     fh = "n/a (no run with visible and holdout results)" if rep.fcr_holdout is None else f"{rep.fcr_holdout:.3f} ({rep.holdout_false_completions}/{rep.gated})"
     con.print(f"runs {rep.runs}   claimed success {rep.claims}   false-completion rate {fcr}   holdout-flag rate {fh}")
+    d = rep.to_dict()
+    if d["cost_usd"] is not None:
+        cps = "n/a" if d["cost_per_success_usd"] is None else f"${d['cost_per_success_usd']:.4f}"
+        con.print(f"cost ${d['cost_usd']:.4f} over {rep.costed_runs} run(s) with a recorded cost   cost per success {cps}")
     sys.exit(EXIT_OK)
