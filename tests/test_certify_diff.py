@@ -182,3 +182,18 @@ def test_virtualenvs_and_caches_in_the_workspace_are_not_the_change(tmp_path):
     run = v1_run(tmp_path / "conv", [{"terminal": "python -m venv .venv && .venv/bin/pip install -e .", "output": "ok"}])
     cert = certify(run, CertifyOptions(workspace=str(ws), base=base, visible=[str(vis)], holdout=[str(vis)]))
     assert cert.findings == [] and cert.state == "Succeeded", cert.reason
+
+
+def test_files_written_by_interpreter_code_are_not_reconstructable(tmp_path):
+    vis = [str(junit(tmp_path / "v.xml", {"a": "passed"}))]
+    cases = {
+        "named": ("python -c \"open('src/app.py', 'w').write('x = 2')\"", "src/app.py"),
+        "unnamed": ("python3 - <<'EOF'\nfrom pathlib import Path\nPath('src/app.py').write_text('x = 2')\nEOF", "<files written by code>"),
+    }
+    for label, (cmd, target) in cases.items():
+        cert = certify(v1_run(tmp_path / label, [{"terminal": cmd, "output": ""}]), CertifyOptions(visible=vis, holdout=vis))
+        assert not cert.diff["trustworthy"], label
+        assert cert.diff["unreconstructable"][0]["path"] == target
+    reads_only = v1_run(tmp_path / "ro", [{"terminal": "python -c \"print(open('src/app.py').read())\"", "output": "x = 1"}])
+    cert = certify(reads_only, CertifyOptions(visible=vis, holdout=vis))
+    assert cert.diff["trustworthy"] and cert.state == "Succeeded", cert.reason

@@ -355,6 +355,7 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
         add(EXEC, name, e, command=code, via="code")
         for m in path_mentions(code):
             add(REF, name, e, path=m, via="code")
+        _code_writes(e, name, code, add)
         for m in re.finditer(r"(?:subprocess\.\w+|os\.system|os\.popen|!)\s*\(?\s*\[?\s*['\"]([^'\"]+)['\"]", code):
             _shell(e, name, m.group(1), res, add)
         for line in code.splitlines():
@@ -396,6 +397,21 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
     for v in _strings(args):
         for m in path_mentions(v):
             add(REF, name, e, path=m, via="tool")
+
+
+_PY_OPEN_W = re.compile(r"""open\(\s*(?:r|f)?(['"])([^'"]+)\1\s*,\s*(?:mode\s*=\s*)?(['"])[^'"]*[wax+][^'"]*\3""")
+_PY_WRITES = re.compile(r"\.write_(?:text|bytes)\(|\bshutil\.(?:copy\w*|move|rmtree)\(|\bos\.(?:remove|unlink|rename|replace|rmdir)\(|\bPath\([^)]*\)\.(?:unlink|rename|replace|touch)\(|\bopen\([^)]*,\s*(?:mode\s*=\s*)?['\"][^'\"]*[wax+]")
+
+
+def _code_writes(e: Event, name: str, code: str, add, cwd: str | None = None) -> None:
+    """Files a program text writes: each literal path opened for writing, and a
+    marker when it writes somewhere the text does not name (never reconstructable)."""
+    named = False
+    for m in _PY_OPEN_W.finditer(code):
+        add(WRITE, name, e, path=m.group(2), cwd=cwd, via="code", command=code[:500])
+        named = True
+    if not named and _PY_WRITES.search(code):
+        add(WRITE, name, e, command=code[:500], via="code", detail={"target": "<files written by code>"})
 
 
 def _strings(v: Any, depth: int = 0) -> Iterable[str]:
@@ -447,6 +463,7 @@ def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -
             else:
                 for m in path_mentions(sc.code):
                     add(REF, sc.name or name, e, path=m, cwd=cwd, via="code", command=sc.code[:500])
+                _code_writes(e, sc.name or name, sc.code, add, cwd)
         elif cmd not in TEXT_ARGS and cmd not in READERS and cmd not in WRITERS and cmd not in ("cp", "mv", "tee", "dd", "ln", "install", "rsync", "scp", "patch", "cd"):
             # an unknown program: path-shaped operands may be files it opens
             for w in sc.words[1:]:
@@ -465,6 +482,7 @@ def _shell(e: Event, name: str, text: str, res: Resolver, add, depth: int = 0) -
         elif interp:
             for m in path_mentions(body):
                 add(REF, interp, e, path=m, cwd=cwd, via="code", command=body[:500])
+            _code_writes(e, interp, body, add, cwd)
         else:
             # file content: attach it to the write it feeds (cat > f <<EOF, tee f <<EOF)
             m = re.search(r"(?:>>?|\btee\s+(?:-a\s+)?)\s*['\"]?([^\s'\";&|<>]+)", line)
