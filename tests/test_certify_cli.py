@@ -112,6 +112,7 @@ def test_missing_results_fail_closed(cli, tmp_path, green):
     (["certify"], "missing RUN"),
     (["certify", "--snapshot", "m.json"], "--snapshot needs --workspace"),
     (["certify", str(FIN), "--workspace", "/no/such/dir"], "no such directory"),
+    (["certify", str(FIN), "--format", "no-such-format"], "unknown format"),
 ])
 def test_could_not_run_exits_2(cli, tmp_path, args, msg):
     proc = cli(*args, cwd=tmp_path)

@@ -129,6 +129,14 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
         crit = doc
     if workspace and not os.path.isdir(workspace):
         fail(f"--workspace {workspace}: no such directory")
+    if format_name:
+        from ..model import DetectionError
+        from ..registry import get_format
+
+        try:
+            get_format(format_name)
+        except DetectionError as e:
+            fail(str(e))
     opts = CertifyOptions(
         workspace=workspace, base=base, visible=tuple(visible), holdout=tuple(holdout), protect=_split_globs(protect),
         default_protect=not no_default_protect, before=before, holdout_manifest=holdout_manifest, criteria=crit, patch=patch,
