@@ -124,3 +124,48 @@ def test_observation_formatters():
     assert [p["text"] for p in obs.llm_content()] == ["[An error occurred during execution.]\n", "boom"]
     generic = view({"kind": "ObservationEvent", "id": "o", "tool_name": "x", "tool_call_id": "c", "observation": {"content": "plain", "is_error": False, "kind": "MCPToolObservation"}})
     assert [p["text"] for p in generic.llm_content()] == ["plain"]
+
+
+LOGGED = FIX / "logged_completions/aaaaaaaabbbbccccddddeeeeeeeeeeee"
+
+
+def _disagreeing_log(tmp_path: Path) -> Path:
+    """A copy of the logged fixture whose second logged request was altered."""
+    import shutil
+
+    import orjson
+
+    dst = tmp_path / LOGGED.name
+    shutil.copytree(LOGGED, dst)
+    p = next((dst / "events").glob("event-00013-*.json"))
+    ev = orjson.loads(p.read_bytes())
+    log = json.loads(ev["log_data"])
+    log["messages"][1]["content"][0]["text"] = "Say bye via terminal."
+    log["messages"][2]["tool_calls"][0]["id"] = "call_X"
+    ev["log_data"] = json.dumps(log)
+    p.write_bytes(orjson.dumps(ev))
+    return dst
+
+
+def test_logged_requests_are_compared(tmp_path):
+    entries = rebuild_context(LOGGED)
+    assert [(e["llm_response_id"], e["logged"]["differences"]) for e in entries] == [("chatcmpl-stub-0001", []), ("chatcmpl-stub-0003", [])]
+    # a log that disagrees is reported, message by message
+    last = rebuild_context(_disagreeing_log(tmp_path))[-1]
+    assert last["logged"]["differences"] == ["message 1 (user): text differs", "message 2 (assistant): tool calls differ"]
+
+
+def test_context_check_fails_on_a_difference(cli, tmp_path):
+    dst = _disagreeing_log(tmp_path)
+    p = cli("context", dst, "--check")
+    assert p.returncode == 1
+    assert "chatcmpl-stub-0003: message 1 (user): text differs" in p.stderr
+    assert "1 identical, 1 different" in p.stderr
+
+
+def test_context_check_cli(cli, tmp_path):
+    p = cli("context", LOGGED, "--check", "--json", check=True)
+    assert "checked 2 logged request(s): 2 identical, 0 different" in p.stderr
+    assert len(json.loads(p.stdout)) == 2
+    p = cli("context", FIX / "multi_summary/44444444444444444444444444444444", "--check")
+    assert p.returncode == 0 and "no logged requests" in p.stderr

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..cli import EXIT_CANNOT_RUN, echo_json, fail, format_option, load_session, size_option
+from ..cli import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, echo_json, fail, format_option, load_session, size_option
 
 
 @click.command("ls")
@@ -83,9 +83,10 @@ def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
 @click.option("--recursive", "-r", is_flag=True, help="Also the calls of sub-agent conversations (entries gain conversation_id).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of {llm_response_id, event_id, messages}.")
 @click.option("--width", type=int, default=200, show_default=True, help="Cut long texts to this many characters in the text view (0: never).")
+@click.option("--check", is_flag=True, help="Compare with the requests the agent server logged (LLMCompletionLogEvent); exit 1 on a difference.")
 @format_option
 @size_option
-def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width: int, format_name: str | None, max_file_bytes: int) -> None:
+def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width: int, check: bool, format_name: str | None, max_file_bytes: int) -> None:
     """Print the chat messages the SDK sent to the model on each agent LLM
     call of the conversation CONV, rebuilt from its events (active branch,
     condensations replayed, parallel actions grouped, observations formatted
@@ -114,8 +115,19 @@ def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width
         fail(f"no event {at!r} in {conv}")
     if as_json:
         echo_json(entries)
-        return
-    _print_entries(entries, width)
+    else:
+        _print_entries(entries, width)
+    if check:
+        logged = [e for e in entries if "logged" in e]
+        bad = [e for e in logged if e["logged"]["differences"]]
+        if not logged:
+            click.echo("trajkit: no logged requests (LLMCompletionLogEvent) to check against", err=True)
+        for e in bad:
+            for d in e["logged"]["differences"]:
+                click.echo(f"{e['llm_response_id']}: {d}", err=True)
+        click.echo(f"checked {len(logged)} logged request(s): {len(logged) - len(bad)} identical, {len(bad)} different", err=True)
+        if bad:
+            sys.exit(EXIT_CHECK_FAILED)
 
 
 def _cut(text: str, width: int) -> str:

@@ -286,8 +286,70 @@ def _session_of(session_or_path: Any) -> Session:
     return read(root, ReadOptions(steps=False))
 
 
+def _text_of(m: dict) -> list[str]:
+    c = m.get("content")
+    if isinstance(c, str):
+        return [c] if c else []
+    return [p.get("text", "") for p in c or [] if isinstance(p, dict) and p.get("type") == "text" and p.get("text")]
+
+
+def _calls_of(m: dict) -> list[tuple[Any, Any, Any]]:
+    out = []
+    for c in m.get("tool_calls") or []:
+        if isinstance(c, dict):
+            f = c.get("function") if isinstance(c.get("function"), dict) else {}
+            out.append((c.get("id"), f.get("name"), f.get("arguments")))
+    return out
+
+
+def compare_messages(rebuilt: list[dict], logged: list[dict]) -> list[str]:
+    """Where two chat message lists differ in what the model reads: roles,
+    text parts, tool call ids, names and arguments, and ``tool_call_id``
+    (empty when they agree). Prompt-cache markers and part layout are ignored."""
+    diffs: list[str] = []
+    if len(rebuilt) != len(logged):
+        diffs.append(f"{len(rebuilt)} messages rebuilt, {len(logged)} logged")
+    for n, (a, b) in enumerate(zip(rebuilt, logged)):
+        if not isinstance(b, dict):
+            diffs.append(f"message {n}: logged message is not an object")
+            continue
+        if a.get("role") != b.get("role"):
+            diffs.append(f"message {n}: role {a.get('role')!r} rebuilt, {b.get('role')!r} logged")
+        if "".join(_text_of(a)) != "".join(_text_of(b)):
+            diffs.append(f"message {n} ({a.get('role')}): text differs")
+        if _calls_of(a) != _calls_of(b):
+            diffs.append(f"message {n} ({a.get('role')}): tool calls differ")
+        if a.get("tool_call_id") != b.get("tool_call_id"):
+            diffs.append(f"message {n}: tool_call_id {a.get('tool_call_id')!r} rebuilt, {b.get('tool_call_id')!r} logged")
+    return diffs
+
+
+def logged_requests(session: Session) -> dict[str, dict[str, Any]]:
+    """The requests an agent server logged as ``LLMCompletionLogEvent``s
+    (``log_completions=True``), by response id: ``{"event_id", "messages"}``.
+    Logs that do not decode, or name no response id, are left out."""
+    from .views import LLMCompletionLogView
+
+    out: dict[str, dict[str, Any]] = {}
+    for e in session.events:
+        if e.type != "LLMCompletionLogEvent" or not isinstance(e.raw, dict):
+            continue
+        data = LLMCompletionLogView(e.raw).log_data()
+        if not isinstance(data, dict) or not isinstance(data.get("messages"), list):
+            continue
+        resp = data.get("response")
+        rid = resp.get("id") if isinstance(resp, dict) else None
+        if isinstance(rid, str) and rid:
+            out.setdefault(rid, {"event_id": e.id, "messages": data["messages"]})
+    return out
+
+
 def rebuild_context(session_or_path: Any, at: Any = None, merge_users: bool | None = None) -> list[dict[str, Any]]:
     """The messages of every agent LLM call: ``[{"llm_response_id", "event_id", "messages"}]``.
+
+    When the agent server logged the request (``LLMCompletionLogEvent``), the
+    entry also has ``"logged": {"event_id", "differences"}`` comparing the
+    rebuilt messages with the logged ones (:func:`compare_messages`).
 
     ``session_or_path`` is a Session read by this format or a path naming a
     conversation. With ``at`` (an event id) only one entry: the call that
@@ -334,6 +396,14 @@ def rebuild_context(session_or_path: Any, at: Any = None, merge_users: bool | No
         if rid and rid not in seen:
             seen.add(rid)
             calls.append((rid, i))
+    logged = logged_requests(s)
+
+    def entry(rid: str | None, first: int, messages: list[dict]) -> dict[str, Any]:
+        e: dict[str, Any] = {"llm_response_id": rid, "event_id": ids[first], "messages": messages}
+        if rid in logged:
+            e["logged"] = {"event_id": logged[rid]["event_id"], "differences": compare_messages(messages, logged[rid]["messages"])}
+        return e
+
     if at is not None:
         if at not in index:
             raise TrajkitError(f"no event {at!r} in {s.source_path}")
@@ -342,6 +412,6 @@ def rebuild_context(session_or_path: Any, at: Any = None, merge_users: bool | No
         rid = getattr(v, "llm_response_id", None) if isinstance(v, (ActionView, MessageView)) else None
         for call_rid, first in calls:
             if rid == call_rid:
-                return [{"llm_response_id": call_rid, "event_id": ids[first], "messages": messages_before(first, False)}]
-        return [{"llm_response_id": None, "event_id": at, "messages": messages_before(i, True)}]
-    return [{"llm_response_id": rid, "event_id": ids[i], "messages": messages_before(i, False)} for rid, i in calls]
+                return [entry(call_rid, first, messages_before(first, False))]
+        return [entry(None, i, messages_before(i, True))]
+    return [entry(rid, i, messages_before(i, False)) for rid, i in calls]
