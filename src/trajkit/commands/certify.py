@@ -171,7 +171,7 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
 @click.option("--jobs", "-j", type=int, default=1, show_default=True, help="Certify runs in this many processes.")
 @click.option("--workspace", type=click.Path(file_okay=False), default=None, help="Workspace for runs that are certified here (single-run use).")
 @click.option("--protect", multiple=True, metavar="GLOB", help="Extra protected globs for runs certified here.")
-@click.option("--history", type=click.Choice(["forbidden", "allowed"]), default="forbidden", show_default=True)
+@click.option("--history", type=click.Choice(["forbidden", "allowed"]), default="forbidden", show_default=True, help="Whether git history is off limits for runs certified here.")
 @click.option("--out-dir", type=click.Path(file_okay=False), default=None, help="Also write each run's certificate into this directory.")
 @format_option
 @size_option
