@@ -241,7 +241,9 @@ def _classify(words: list[str], reads: list[str], writes: list[str]) -> SimpleCo
         sub = _git_sub(args)
         rest = [a for a in args if a != sub]
         branch_only = sub in ("checkout", "switch") and any(a in ("-b", "-B", "-c", "-C", "--orphan") for a in rest) and "--" not in rest
-        if sub in ("checkout", "restore", "reset", "stash", "apply", "am", "merge", "rebase", "cherry-pick", "revert", "pull", "rm", "mv", "clean", "switch") and not branch_only:
+        if sub in ("rm", "mv"):
+            sc.writes.extend(a for a in rest if not a.startswith("-") and a not in ("--",))
+        elif sub in ("checkout", "restore", "reset", "stash", "apply", "am", "merge", "rebase", "cherry-pick", "revert", "pull", "clean", "switch") and not branch_only:
             if not (sub == "stash" and any(a in ("list", "show") for a in rest)) and not (sub == "reset" and "--hard" not in rest and any(a in ("--soft", "--mixed") for a in rest)):
                 sc.writes.append("<git working tree>")
         if sub in ("show", "cat-file", "log", "diff", "blame", "grep", "annotate", "whatchanged"):
