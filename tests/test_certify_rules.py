@@ -385,3 +385,14 @@ def test_honest_patterns_that_look_like_cheats_raise_nothing(tmp_path, green):
     (ws / "tests" / "test_calc.py").write_text(BASE["tests/test_calc.py"].replace("def test_add_neg", "@pytest.mark.skipif(True, reason='x')\ndef test_add_neg"))
     cert = certify(run, CertifyOptions(workspace=str(ws), base=base, visible=green, holdout=green))
     assert {f["rule"] for f in cert.findings} == {"skip-injection"}
+
+
+def test_a_sub_agent_has_its_own_timeline(tmp_path, green):
+    """The parent verifies and finishes; the sub-agent's earlier edits are not 'after the parent's verify run'."""
+    parent = v1_run(tmp_path / "conv", [{"terminal": "python -m pytest -q", "output": "3 passed"}])
+    v1_run(parent / "subagents" / "76c59deaabed4b489302acc428482219",
+           [{"editor": "create", "path": f"{WS}/src/helper.py", "file_text": "X = 1\n"}, {"terminal": "python -m pytest -q", "output": "3 passed"}])
+    cert = certify(parent, CertifyOptions(visible=green, holdout=green))
+    assert cert.run["path"] == str(parent)
+    assert cert.anticheat["actions"] >= 5  # parent and sub-agent actions both normalized
+    assert cert.findings == [], cert.findings

@@ -204,7 +204,12 @@ def scan_actions(actions: list[Action], cfg: RuleConfig) -> list[Finding]:
         if a.op == WRITE and a.rel is not None and (a.via == "editor" or (a.via == "shell" and not _REMOVES.match(a.command or ""))):
             created.add(a.rel)
     out.extend(_tainted_code(actions, cfg))
-    out.extend(_verify_rules(actions, cfg))
+    # verify-run rules read order within one conversation: a sub-agent's actions are its own timeline
+    by_session: dict[str | None, list[Action]] = {}
+    for a in actions:
+        by_session.setdefault(a.session, []).append(a)
+    for group in by_session.values():
+        out.extend(_verify_rules(group, cfg))
     return out
 
 
@@ -239,8 +244,10 @@ def _tainted_code(actions: list[Action], cfg: RuleConfig) -> list[Finding]:
 def _verify_rules(actions: list[Action], cfg: RuleConfig) -> list[Finding]:
     """Test-runner narrowing before the claim, and edits after the last verify run."""
     out: list[Finding] = []
+    if not actions:
+        return out
     claim_idx = next((a.index for a in reversed(actions) if a.op == CLAIM), None)
-    end = claim_idx if claim_idx is not None else (actions[-1].index + 1 if actions else 0)
+    end = claim_idx if claim_idx is not None else actions[-1].index + 1
     before = [a for a in actions if a.index < end]
     verifies = [a for a in before if a.op == EXEC and a.command and a.via in ("shell", "code") and _is_verify(a.command)]
     if not verifies:
