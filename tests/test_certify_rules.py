@@ -391,8 +391,8 @@ def test_a_sub_agent_has_its_own_timeline(tmp_path, green):
     """The parent verifies and finishes; the sub-agent's earlier edits are not 'after the parent's verify run'."""
     parent = v1_run(tmp_path / "conv", [{"terminal": "python -m pytest -q", "output": "3 passed"}])
     v1_run(parent / "subagents" / "76c59deaabed4b489302acc428482219",
-           [{"editor": "create", "path": f"{WS}/src/helper.py", "file_text": "X = 1\n"}, {"terminal": "python -m pytest -q", "output": "3 passed"}])
+           [{"editor": "create", "path": f"{WS}/src/helper.py", "file_text": "X = 1\n"}])
     cert = certify(parent, CertifyOptions(visible=green, holdout=green))
     assert cert.run["path"] == str(parent)
-    assert cert.anticheat["actions"] >= 5  # parent and sub-agent actions both normalized
+    assert cert.anticheat["actions"] >= 4  # parent and sub-agent actions both normalized
     assert cert.findings == [], cert.findings
