@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import REPO
 
 README = (REPO / "README.md").read_text()
@@ -35,14 +33,18 @@ def test_readme_has_examples():
     assert "make demo" in README and "make test" in README
 
 
-@pytest.mark.parametrize("command,expected", EXAMPLES, ids=[c for c, _ in EXAMPLES])
-def test_readme_console_example(command, expected):
+def test_readme_console_examples_in_order(tmp_path):
+    # In order, as a reader would type them: later examples use earlier outputs.
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     env["COLUMNS"] = "200"
-    p = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
-    assert p.returncode == 0, f"{command!r} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
-    for line in expected:
-        assert line.strip() in p.stdout, f"{command!r}: expected {line!r} in output:\n{p.stdout}"
+    for d in ("/tmp/trajkit-asf", "/tmp/trajkit-atif", "/tmp/trajkit-demo"):
+        subprocess.run(["rm", "-rf", d])
+    for command, expected in EXAMPLES:
+        p = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+        assert p.returncode == 0, f"{command!r} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+        out = p.stdout + p.stderr
+        for line in expected:
+            assert line.strip() in out, f"{command!r}: expected {line!r} in output:\n{out}"
 
 
 def test_readme_python_examples():

@@ -74,6 +74,10 @@ def format_option(f):
     return click.option("--format", "format_name", default=None, help="Read as this format instead of detecting it.")(f)
 
 
+def tz_option(f):
+    return click.option("--tz", default=None, help="IANA zone for formats that write naive local timestamps (e.g. Europe/Paris).")(f)
+
+
 def echo_json(obj: Any, indent: bool = True) -> None:
     """Write a JSON document to stdout."""
     from .jsonio import dumps
@@ -142,6 +146,7 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
 @main.command("steps")
 @click.argument("path", type=click.Path(exists=True))
 @format_option
+@tz_option
 @size_option
 @click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON document: task, view, steps, diagnostics.")
@@ -150,11 +155,11 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
 @click.option("--ctb-row", type=click.Path(exists=True), default=None, help="A CodeTraceBench manifest row (JSON, JSONL or Parquet): check step_count and attach labels.")
 @click.option("--ctb-id", default=None, help="With a multi-row manifest: the traj_id / trial_name to use.")
 @click.option("--all-views", is_flag=True, help="Report the step count under every view present.")
-def steps_cmd(path, format_name, max_file_bytes, view, as_json, as_jsonl, expect_steps, ctb_row, ctb_id, all_views):
+def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, expect_steps, ctb_row, ctb_id, all_views):
     """List the steps of the run at PATH, counted as the benchmark counts them."""
     from . import steps as steps_mod
 
-    session = load_session(path, format_name, max_file_bytes, view=view)
+    session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
     per_view = None
     if all_views:
         per_view = steps_mod.steps_per_view(session.source_path, session.format, ReadOptions(max_file_bytes=max_file_bytes))
@@ -203,14 +208,15 @@ def steps_cmd(path, format_name, max_file_bytes, view, as_json, as_jsonl, expect
 @main.command("show")
 @click.argument("path", type=click.Path(exists=True))
 @format_option
+@tz_option
 @size_option
 @click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
 @click.option("--width", type=int, default=400, show_default=True, help="Cut long texts to this many characters (0: never).")
-def show_cmd(path, format_name, max_file_bytes, view, width):
+def show_cmd(path, format_name, tz, max_file_bytes, view, width):
     """Print the run at PATH as a readable transcript."""
     from .render import print_session
 
-    session = load_session(path, format_name, max_file_bytes, view=view)
+    session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
     print_session(session, width=width)
 
 
@@ -220,14 +226,15 @@ def show_cmd(path, format_name, max_file_bytes, view, width):
 @click.argument("path", type=click.Path(exists=True))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write steps.json and task.md into.")
 @format_option
+@tz_option
 @size_option
 @click.option("--view", default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def normalize_cmd(path, out_dir, format_name, max_file_bytes, view, as_json):
+def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, as_json):
     """Write CodeTracer-compatible steps.json and task.md for the run at PATH."""
     from .steps import write_normalized
 
-    session = load_session(path, format_name, max_file_bytes, view=view)
+    session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
     written = write_normalized(session, Path(out_dir))
     if as_json:
         echo_json({"written": [str(p) for p in written], "step_count": len(session.steps), "view": session.view})

@@ -32,6 +32,12 @@ def _one_line(text: str | None, width: int) -> str:
     return _cut((text or "").replace("\r", "").replace("\n", "⏎ "), width)
 
 
+def _short_id(event_id) -> str:
+    """An event id short enough for a table column (uuids cut to 8 characters)."""
+    text = str(event_id)
+    return text[:8] if len(text) > 12 else text
+
+
 def print_steps_table(session: Session, per_view: dict[str, Any] | None = None, width: int = 80) -> None:
     """The steps as a table, with the task, view and step count above it."""
     from rich.table import Table
@@ -56,7 +62,7 @@ def print_steps_table(session: Session, per_view: dict[str, Any] | None = None, 
         t.add_column("labels")
     for s in session.steps:
         row = [str(s.step_id), s.tool_type, _one_line(s.action, width), _one_line(s.observation, width // 2),
-               f"{s.action_event_id}→{s.observation_event_id}"]
+               f"{_short_id(s.action_event_id)}→{_short_id(s.observation_event_id)}"]
         if labelled:
             row.append(",".join(s.labels))
         t.add_row(*row)
@@ -80,6 +86,9 @@ def print_session(session: Session, width: int = 400, indent: str = "") -> None:
         step = step_of.get(e.id)
         tag = f"[bold cyan]step {step.step_id}[/bold cyan] " if step else ""
         head = f"{indent}#{e.id} {e.kind}:{e.type}" + (f" ({e.source})" if e.source else "")
+        branch = e.extra.get("branch") if e.extra else None
+        if branch and branch != "active":
+            head += f" [{branch} branch]"
         if step:
             con.print(f"{head} {tag}")
             if step.thinking:
@@ -92,8 +101,11 @@ def print_session(session: Session, width: int = 400, indent: str = "") -> None:
             for c in e.tool_calls:
                 con.print(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})", markup=False)
     for s in session.steps:
+        matches = {m.get("child_id"): m for m in s.extra.get("child_match", []) if isinstance(m, dict)}
         for child in s.children:
-            con.rule(f"sub-agent of step {s.step_id}")
+            how = matches.get(child.id, {})
+            said = f" (matched by {how['method']}: {how.get('detail', '')})" if how.get("method") else ""
+            con.rule(f"sub-agent of step {s.step_id}{said}")
             print_session(child, width, indent + "    ")
     unshown = [c for c in session.children if not any(c in s.children for s in session.steps)]
     for child in unshown:

@@ -226,7 +226,7 @@ def _root_for(cand: Path) -> tuple[Path, str, str] | None:
         has_events = any(_EVENT_FILE.match(n) for n in _listdir(sd / "events"))
         has_cache = any(_SHARD_FILE.match(n) for n in _listdir(sd / "event_cache"))
         if not (has_events or has_cache):
-            return cand, WEAK, "a session directory with empty events/ and event_cache/"
+            return None  # no <id>.json / <a>-<b>.json: not a V0 session (an SDK conversation, say)
         return _trial_of_session_dir(sd), STRONG, "a session directory with events/ or event_cache/"
     if lay.kind == "terminal-bench":
         if any(_looks_like_v0_list(p) for p in lay.flat_candidates) or lay.session_dirs:
