@@ -181,3 +181,18 @@ def test_patch_file_is_the_diff(cli, tmp_path, green):
     doc = _cert(cli("certify", FIN, "--visible", green, "--holdout", green, "--patch", patch, "--json"))
     assert doc["diff"]["source"] == "patch" and doc["state"] == "FailedSafety"
     assert {"gate-tampering", "report-patching"} <= {f["rule"] for f in doc["findings"]}
+
+
+def test_certificate_says_false_claim_as_fcr_counts_it(cli):
+    import json as _json
+
+    from conftest import REPO
+
+    p = cli("certify", REPO / "examples" / "openhands-v0-trial", "--json")
+    assert p.returncode == 0, p.stderr
+    cert = _json.loads(p.stdout)
+    assert cert["claimed_success"] is True and cert["state"] != "Succeeded"
+    assert cert["false_claim"] is True  # the FCR's numerator
+    assert cert["false_completion"] is False  # the holdout gate itself was green
+    fcr = _json.loads(cli("fcr", REPO / "examples" / "openhands-v0-trial", "--json").stdout)
+    assert fcr["claims"] == 1 and fcr["false_claims"] == 1 and fcr["false_completion_rate"] == 1.0

@@ -24,8 +24,10 @@ class Certificate:
     """A certified run.
 
     ``state`` is one of the seven terminal states and ``reason`` says why.
-    ``claimed_success`` is the engine's own "done" claim (the FCR counts it),
-    ``false_completion`` the gate's flag (visible green, holdout red).
+    ``claimed_success`` is the engine's own "done" claim; ``false_claim``
+    (derived) says the claim was not certified ``Succeeded`` — what the FCR
+    counts. ``false_completion`` is the holdout gate's narrower flag
+    (visible tests green, holdout red).
     ``engine``, ``gate``, ``anticheat`` and ``diff`` are the inputs to the
     projection as plain dicts; ``findings`` every finding, most severe first;
     ``evidence`` the files and events the decision rests on;
@@ -61,12 +63,18 @@ class Certificate:
     def succeeded(self) -> bool:
         return self.state == SUCCEEDED
 
+    @property
+    def false_claim(self) -> bool:
+        """The engine claimed success but the run was not certified Succeeded."""
+        return self.claimed_success and self.state != SUCCEEDED
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "state": self.state,
             "reason": self.reason,
             "claimed_success": self.claimed_success,
+            "false_claim": self.false_claim,
             "false_completion": self.false_completion,
             "run": self.run,
             "engine": self.engine,
