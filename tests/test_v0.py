@@ -576,3 +576,34 @@ def test_running_totals_become_per_response_usage(tmp_path):
     assert s.steps[1].parallel_group == "r2" == s.steps[2].parallel_group
     assert s.event_by_id(3).tool_calls[0].arguments == {"command": "b"}
     assert s.event_by_id(4).extra["cumulative_usage"]["prompt_tokens"] == 250
+
+
+def test_lazy_tool_call_arguments(tmp_path):
+    import pickle
+
+    from trajkit.model import ToolCall
+
+    c = ToolCall.lazy("execute_bash", '{"command": "ls"}', "call_1")
+    assert c.arguments == {"command": "ls"} and c.to_dict()["arguments"] == {"command": "ls"}
+    bad = ToolCall.lazy("x", '{"cut', None)
+    assert bad.arguments == '{"cut'  # kept as the model wrote it
+    c2 = pickle.loads(pickle.dumps(ToolCall.lazy("y", "[1, 2]", None)))
+    assert c2.arguments == [1, 2]
+    assert ToolCall.lazy("z", "{}", "i") == ToolCall("z", {}, "i")
+
+
+def test_render_json_is_byte_identical_to_json_dumps(corpus):
+    from trajkit.steps import _dumps
+
+    odd = [{"a": 1e16, "b": -0.0, "c": float("nan"), "d": float("inf"), "e": "é\n\t\"\\\u2028"}, "s", 7, [], {}, [1e-7, 2**70]]
+    for value in odd:
+        assert _dumps(value) == json.dumps(value, ensure_ascii=False)
+    checked = 0
+    for f in corpus.rglob("*.json"):
+        try:
+            value = json.loads(f.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        assert _dumps(value) == json.dumps(value, ensure_ascii=False), f
+        checked += 1
+    assert checked > 100

@@ -135,11 +135,37 @@ class LineIndex:
 @dataclass(slots=True)
 class ToolCall:
     """One tool call an action makes: the call id, the tool's name, and its
-    arguments (decoded JSON when they decode, else the string as written)."""
+    arguments (decoded JSON when they decode, else the string as written).
+
+    A reader may hand over the arguments as the JSON text the model wrote
+    (:meth:`lazy`); they are decoded on first access.
+    """
 
     name: str
     arguments: Any = None
     call_id: str | None = None
+    _text: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def lazy(cls, name: str, arguments_json: str, call_id: str | None) -> "ToolCall":
+        """A call whose ``arguments`` are decoded from ``arguments_json`` when first read."""
+        c = cls.__new__(cls)
+        c.name = name
+        c.call_id = call_id
+        c._text = arguments_json
+        return c
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a slot never assigned: the lazy arguments.
+        if name == "arguments":
+            text = object.__getattribute__(self, "_text")
+            from .jsonio import MISSING, loads
+
+            value, _ = loads(text)
+            self.arguments = text if value is MISSING else value
+            self._text = None
+            return self.arguments
+        raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
         return {"call_id": self.call_id, "name": self.name, "arguments": self.arguments}
@@ -422,13 +448,17 @@ class ReadOptions:
     of being read (default 1 GiB). ``view``: force one on-disk view by name
     instead of the first available. ``tz``: an IANA zone name for formats that
     write naive local timestamps. ``steps``: compute steps (turn off for
-    raw-only reads).
+    raw-only reads). ``hint``: what detection already learned about the
+    root (private to the format whose sniff made it), so a reader need not
+    probe the layout twice; a reader checks it is its own and ignores it
+    otherwise.
     """
 
     max_file_bytes: int = 1 << 30
     view: str | None = None
     tz: str | None = None
     steps: bool = True
+    hint: Any = None
 
 
 class TrajkitError(Exception):

@@ -15,6 +15,7 @@ modules are imported on first use so the CLI starts fast.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import glob
 import importlib
@@ -42,12 +43,14 @@ WEAK = "weak"
 @dataclass(frozen=True, slots=True)
 class Match:
     """A format's claim on a path: the ``root`` it would read, the
-    fingerprint that matched, how sure it is (``strong`` or ``weak``), and why."""
+    fingerprint that matched, how sure it is (``strong`` or ``weak``), and
+    why; ``hint`` is handed to the format's reader as ``ReadOptions.hint``."""
 
     root: Path
     fingerprint: str
     strength: str = STRONG
     reason: str = ""
+    hint: Any = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +304,8 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     if det.ambiguous:
         tied = sorted({c.format for c in det.considered if c.outcome == "match" and c.priority == det.format.priority})
         raise DetectionError(f"{p}: ambiguous, several formats match equally well: {', '.join(tied)}; name one with --format")
+    if det.match.hint is not None:
+        options = dataclasses.replace(options, hint=det.match.hint)
     session = det.format.read(det.match.root, options)
     others = sorted({c.format for c in det.considered if c.outcome == "match" and c.format != det.format.name})
     if others:

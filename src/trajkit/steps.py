@@ -26,8 +26,25 @@ from typing import Any, Iterable
 
 from .model import Ref, Session, Step, StepCountMismatch, ReadOptions
 
-#: ``json.dumps(obj, ensure_ascii=False)`` without building an encoder per call.
-_dumps = json.JSONEncoder(ensure_ascii=False).encode
+def _make_dumps():
+    """``json.dumps(obj, ensure_ascii=False)``, byte for byte, without building
+    an encoder per call: CPython's C encoder made once with the same settings
+    (no cycle check: decoded JSON has no cycles), else the pure-Python one."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    plain = json.JSONEncoder(ensure_ascii=False)
+    if make is None:  # pragma: no cover - non-CPython
+        return plain.encode
+    one_shot = make(None, plain.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+
+    def dumps(obj):
+        if isinstance(obj, str):
+            return json.encoder.encode_basestring(obj)
+        return "".join(one_shot(obj, 0))
+
+    return dumps
+
+
+_dumps = _make_dumps()
 
 #: Action names whose rendering is a single argument rather than ``name(args)``.
 #: Maps the action name to the argument that is the rendering.

@@ -90,6 +90,15 @@ class Layout:
     session_dirs: list[Path] = field(default_factory=list)
     metadata_files: list[tuple[str, Path]] = field(default_factory=list)
     recordings: list[Path] = field(default_factory=list)
+    listings: dict[str, list[str]] = field(default_factory=dict)
+
+    def ls(self, d: Path) -> list[str]:
+        """The names in directory ``d``, listed once per layout."""
+        key = os.fspath(d)
+        names = self.listings.get(key)
+        if names is None:
+            names = self.listings[key] = _listdir(d)
+        return names
 
 
 def _listdir(p: Path) -> list[str]:
@@ -106,56 +115,77 @@ def _is_dir(p: Path) -> bool:
         return False
 
 
+def _scan(d: Path) -> tuple[set[str], set[str]]:
+    """(directory names, file names) in ``d``; empty when it cannot be listed."""
+    dirs: set[str] = set()
+    files: set[str] = set()
+    try:
+        with os.scandir(d) as it:
+            for e in it:
+                try:
+                    if e.is_dir():
+                        dirs.add(e.name)
+                    elif e.is_file():
+                        files.add(e.name)
+                except OSError:
+                    continue
+    except OSError:
+        pass
+    return dirs, files
+
+
 def _session_dirs(parent: Path) -> list[Path]:
+    """The ``<sid>/`` directories under ``parent`` that hold events/ or event_cache/."""
     out = []
-    for name in sorted(_listdir(parent)):
+    for name in sorted(_scan(parent)[0]):
         d = parent / name
-        if _is_dir(d) and (_is_dir(d / "events") or _is_dir(d / "event_cache")):
+        sub = _scan(d)[0]
+        if "events" in sub or "event_cache" in sub:
             out.append(d)
     return out
 
 
-def _json_files(d: Path) -> list[Path]:
-    try:
-        with os.scandir(d) as it:
-            names = [e.name for e in it if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()]
-    except OSError:
-        return []
-    return [d / n for n in sorted(names)]
+def _json_files(d: Path, files: set[str] | None = None) -> list[Path]:
+    if files is None:
+        files = _scan(d)[1]
+    return [d / n for n in sorted(files) if n.endswith(".json") and not n.startswith(".")]
 
 
 def locate(root: Path) -> Layout | None:
     """The trial layout rooted at ``root``, or None when it is not one."""
-    if root.is_file():
-        return Layout("flat-file", root, flat_candidates=[root])
-    if not _is_dir(root):
+    try:
+        if root.is_file():
+            return Layout("flat-file", root, flat_candidates=[root])
+    except OSError:
         return None
-    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if (root / n).is_file()]
-    sess = root / "sessions"
-    if _is_dir(sess):
-        flats = _json_files(sess)
-        dirs = _session_dirs(sess / "sessions")
-        if flats or dirs:
-            recs = [sess / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if (sess / n).is_file()]
-            lay = Layout("terminal-bench", root, flats, dirs, meta, recs)
-            if not flats:
-                al = root / "agent-logs"
-                if _is_dir(al):
-                    lay.flat_candidates = _json_files(al)
+    dirs, files = _scan(root)
+    if not dirs and not files and not _is_dir(root):
+        return None
+    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if n in files]
+    if "sessions" in dirs:
+        sess = root / "sessions"
+        sdirs, sfiles = _scan(sess)
+        flats = _json_files(sess, sfiles)
+        sessions = _session_dirs(sess / "sessions") if "sessions" in sdirs else []
+        if flats or sessions:
+            recs = [sess / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sfiles]
+            lay = Layout("terminal-bench", root, flats, sessions, meta, recs)
+            if not flats and "agent-logs" in dirs:
+                lay.flat_candidates = _json_files(root / "agent-logs")
             return lay
-    agent = root / "agent"
-    if _is_dir(agent):
-        flat = agent / "openhands.trajectory.json"
-        dirs = _session_dirs(agent / "sessions")
-        if flat.is_file() or dirs:
-            recs = [agent / n for n in ("openhands.txt", "trajectory.json") if (agent / n).is_file()]
-            return Layout("harbor", root, [flat] if flat.is_file() else [], dirs, meta, recs)
-    al = root / "agent-logs"
-    if _is_dir(al):
-        flats = [p for p in _json_files(al) if _looks_like_v0_list(p)]
+    if "agent" in dirs:
+        agent = root / "agent"
+        adirs, afiles = _scan(agent)
+        has_flat = "openhands.trajectory.json" in afiles
+        sessions = _session_dirs(agent / "sessions") if "sessions" in adirs else []
+        if has_flat or sessions:
+            recs = [agent / n for n in ("openhands.txt", "trajectory.json") if n in afiles]
+            return Layout("harbor", root, [agent / "openhands.trajectory.json"] if has_flat else [], sessions, meta, recs)
+    if "agent-logs" in dirs:
+        flats = [p for p in _json_files(root / "agent-logs") if _looks_like_v0_list(p)]
         if flats:
             return Layout("agent-logs", root, flats, [], meta)
-    if _is_dir(root / "events") or _is_dir(root / "event_cache"):
+    if "events" in dirs or "event_cache" in dirs:
         return Layout("session-dir", root, [], [root], meta)
     return None
 
@@ -189,7 +219,7 @@ def _trial_of_session_dir(d: Path) -> Path:
     return d
 
 
-def _root_for(cand: Path) -> tuple[Path, str, str] | None:
+def _root_for(cand: Path) -> tuple[Path, str, str] | tuple[Path, str, str, Layout] | None:
     """Map a candidate path to the root to read, its strength and why."""
     if cand.is_file():
         if not cand.name.endswith(".json"):
@@ -230,9 +260,9 @@ def _root_for(cand: Path) -> tuple[Path, str, str] | None:
         return _trial_of_session_dir(sd), STRONG, "a session directory with events/ or event_cache/"
     if lay.kind == "terminal-bench":
         if any(_looks_like_v0_list(p) for p in lay.flat_candidates) or lay.session_dirs:
-            return cand, STRONG, "a terminal-bench trial (sessions/)"
+            return cand, STRONG, "a terminal-bench trial (sessions/)", lay
         return cand, WEAK, "a terminal-bench trial whose sessions/ holds no V0 stream"
-    return cand, STRONG, f"a {lay.kind} trial"
+    return cand, STRONG, f"a {lay.kind} trial", lay
 
 
 def sniff(cand: Path, fingerprint: str) -> Match | None:
@@ -240,8 +270,7 @@ def sniff(cand: Path, fingerprint: str) -> Match | None:
     r = _root_for(cand)
     if r is None:
         return None
-    root, strength, reason = r
-    return Match(root=root, fingerprint=fingerprint, strength=strength, reason=reason)
+    return Match(root=r[0], fingerprint=fingerprint, strength=r[1], reason=r[2], hint=r[3] if len(r) > 3 else None)
 
 
 # ---------------------------------------------------------------- views
@@ -255,15 +284,15 @@ def views_present(root: Path, lay: Layout | None = None) -> list[str]:
     out = []
     if lay.flat_candidates:
         out.append(FLAT)
-    if any(_has_files(d / "events", _EVENT_FILE) for d in lay.session_dirs):
+    if any(_has_files(lay.ls(d / "events"), _EVENT_FILE) for d in lay.session_dirs):
         out.append(EVENTS)
-    if any(_has_files(d / "event_cache", _SHARD_FILE) for d in lay.session_dirs):
+    if any(_has_files(lay.ls(d / "event_cache"), _SHARD_FILE) for d in lay.session_dirs):
         out.append(CACHE)
     return out
 
 
-def _has_files(d: Path, pat: re.Pattern) -> bool:
-    return any(pat.match(n) for n in _listdir(d))
+def _has_files(names: list[str], pat: re.Pattern) -> bool:
+    return any(pat.match(n) for n in names)
 
 
 @dataclass(slots=True)
@@ -355,7 +384,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
     base = os.fspath(d)
     prefix = _rel(d, lay.root) + os.sep
     numbered = []
-    for n in _listdir(d):
+    for n in lay.ls(d):
         m = _EVENT_FILE.match(n)
         if m:
             numbered.append((int(m.group(1)), n))
@@ -393,7 +422,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
 
 def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
     shards = []
-    for n in _listdir(d):
+    for n in lay.ls(d):
         m = _SHARD_FILE.match(n)
         if m:
             shards.append((int(m.group(1)), int(m.group(2)), n))
@@ -435,9 +464,9 @@ def _note_unused_view(name: str, paths: list[str], role: str, session: Session) 
     session.files.extend(SourceFile(p, role, "unused", None, [], note) for p in paths)
 
 
-def _view_files(d: Path, pat: re.Pattern) -> list[str]:
+def _view_files(lay: Layout, d: Path, pat: re.Pattern) -> list[str]:
     base = os.fspath(d) + os.sep
-    return [base + n for n in sorted(_listdir(d)) if pat.match(n)]
+    return [base + n for n in sorted(lay.ls(d)) if pat.match(n)]
 
 
 # ---------------------------------------------------------------- events
@@ -479,12 +508,9 @@ def _llm_facts(raw: dict, args: Any, action: str) -> tuple[list[ToolCall], str |
                 if type(tc) is dict and tc.get("id") == call_id:
                     fn = tc.get("function") or {}
                     arguments = fn.get("arguments")
-                    if type(arguments) is str:
-                        try:
-                            arguments = jsonio.orjson.loads(arguments)
-                        except ValueError:
-                            pass  # keep the string as the model wrote it
                     name = fn.get("name") or name
+    if type(arguments) is str:  # the model's own JSON text: decoded when someone reads it
+        return [ToolCall.lazy(str(name), arguments, call_id)], rid, model, reasoning
     if arguments is None and type(args) is dict:
         arguments = {k: v for k, v in args.items() if k != "thought"}
     return [ToolCall(str(name), arguments, call_id)], rid, model, reasoning
@@ -591,7 +617,8 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     root = Path(root)
     session = Session(format=NAME, source_path=str(root))
     try:
-        lay = locate(root)
+        hint = opts.hint
+        lay = hint if isinstance(hint, Layout) and hint.root == root else locate(root)
     except OSError as e:
         lay = None
         session.diag("file.unreadable", f"cannot read: {e}", ERROR, file=str(root))
@@ -623,7 +650,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         elif v == EVENTS:
             for d in lay.session_dirs:
                 ed = d / "events"
-                if _has_files(ed, _EVENT_FILE):
+                if _has_files(lay.ls(ed), _EVENT_FILE):
                     raws = _read_events_dir(ed, lay, session, opts)
                     view, view_path = EVENTS, ed
                     break
@@ -632,7 +659,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         elif v == CACHE:
             for d in lay.session_dirs:
                 cd = d / "event_cache"
-                if _has_files(cd, _SHARD_FILE):
+                if _has_files(lay.ls(cd), _SHARD_FILE):
                     raws = _read_cache_dir(cd, lay, session, opts)
                     view, view_path = CACHE, cd
                     break
@@ -643,9 +670,9 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     # account for the views not chosen
     for d in lay.session_dirs:
         if not (view == EVENTS and view_path == d / "events"):
-            _note_unused_view(EVENTS, _view_files(d / "events", _EVENT_FILE), "event", session)
+            _note_unused_view(EVENTS, _view_files(lay, d / "events", _EVENT_FILE), "event", session)
         if not (view == CACHE and view_path == d / "event_cache"):
-            _note_unused_view(CACHE, _view_files(d / "event_cache", _SHARD_FILE), "event-cache-shard", session)
+            _note_unused_view(CACHE, _view_files(lay, d / "event_cache", _SHARD_FILE), "event-cache-shard", session)
     if view != FLAT:
         seen = {f.path for f in session.files}
         _note_unused_view(FLAT, [str(p) for p in lay.flat_candidates if str(p) not in seen], "flat-export", session)
