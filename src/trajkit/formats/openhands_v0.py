@@ -459,6 +459,13 @@ def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -
     return out
 
 
+#: The per-session-directory views: subdirectory, file-name pattern, reader.
+_DIR_VIEWS = {
+    EVENTS: ("events", _EVENT_FILE, _read_events_dir),
+    CACHE: ("event_cache", _SHARD_FILE, _read_cache_dir),
+}
+
+
 def _note_unused_view(name: str, paths: list[str], role: str, session: Session) -> None:
     note = f"view {name} not chosen"
     session.files.extend(SourceFile(p, role, "unused", None, [], note) for p in paths)
@@ -647,23 +654,12 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
             if chosen is not None:
                 view, view_path = FLAT, chosen
                 break
-        elif v == EVENTS:
-            for d in lay.session_dirs:
-                ed = d / "events"
-                if _has_files(lay.ls(ed), _EVENT_FILE):
-                    raws = _read_events_dir(ed, lay, session, opts)
-                    view, view_path = EVENTS, ed
-                    break
-            if view:
-                break
-        elif v == CACHE:
-            for d in lay.session_dirs:
-                cd = d / "event_cache"
-                if _has_files(lay.ls(cd), _SHARD_FILE):
-                    raws = _read_cache_dir(cd, lay, session, opts)
-                    view, view_path = CACHE, cd
-                    break
-            if view:
+        elif v in _DIR_VIEWS:
+            subdir, pattern, read_view = _DIR_VIEWS[v]
+            d = next((d / subdir for d in lay.session_dirs if _has_files(lay.ls(d / subdir), pattern)), None)
+            if d is not None:
+                raws = read_view(d, lay, session, opts)
+                view, view_path = v, d
                 break
     if FLAT not in present and lay.kind in ("terminal-bench", "harbor"):
         session.diag("v0.flat-missing", "no flat export (a killed or timed-out run writes none); using " + (view or "no view"), INFO, file=str(lay.root))
