@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import functools
 import glob
 import importlib
 import os
@@ -178,17 +179,22 @@ class _Listings:
             return names
 
 
+@functools.lru_cache(maxsize=None)
+def _parse_glob(fp: str) -> tuple[tuple[str, bool], ...]:
+    """A fingerprint's path parts, each with whether it holds a wildcard."""
+    return tuple((part, glob.has_magic(part)) for part in fp.split("/"))
+
+
 def _glob_hit(base: str, fp: str, ls: _Listings) -> bool:
     """Whether the glob ``fp`` (``/``-separated, relative) matches under ``base``.
 
     Same meaning as :func:`glob.glob` (``*`` skips names starting with a
     dot), computed from cached listings.
     """
-    parts = fp.split("/")
+    parts = _parse_glob(fp)
     dirs = [base]
     last = len(parts) - 1
-    for i, part in enumerate(parts):
-        magic = glob.has_magic(part)
+    for i, (part, magic) in enumerate(parts):
         nxt = []
         for d in dirs:
             names = ls(d)
