@@ -295,3 +295,20 @@ def test_sessions_pickle():
 
     s = read(FIX / "rollout_dir")
     assert pickle.loads(pickle.dumps(s)).to_dict(events=True, raw=True) == s.to_dict(events=True, raw=True)
+
+
+def test_damaged_trace_in_a_rollout_dir_is_still_read_with_diagnostics(tmp_path):
+    import shutil
+
+    import trajkit
+    from conftest import REPO, run_cli
+
+    for damage in (b"", b"\xff\xfe garbage", b'[{"turn": 0, "requ'):
+        d = tmp_path / f"r{len(damage)}"
+        shutil.copytree(REPO / "examples" / "rollout", d)
+        (d / "trace.json").write_bytes(damage)
+        s = trajkit.read(d)
+        assert s.format == "rollout-trace" and s.steps == []
+        assert any(x.severity == "error" for x in s.diagnostics), [str(x) for x in s.diagnostics]
+        p = run_cli("steps", d, "--json")
+        assert p.returncode == 0 and "Traceback" not in p.stderr

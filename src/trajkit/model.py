@@ -193,7 +193,9 @@ class Event:
     same JSON value. The other fields are derived from it by the reader and
     are never written back into ``raw``.
 
-    - ``id``: the native id (an int for OpenHands V0, a string for the SDK).
+    - ``id``: the native id (an int for OpenHands V0, a string for the SDK);
+      always hashable (an int, a string or None: a reader turns an id
+      written as anything else into None and says so in a diagnostic).
     - ``kind``: one of :data:`EVENT_KINDS`; ``type``: the native type name.
     - ``source``: who produced it in the native vocabulary (agent, user,
       environment, hook); ``role``: the chat role it maps to (system, user,

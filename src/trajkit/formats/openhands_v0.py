@@ -352,7 +352,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_
         rel = _rel(p, lay.root)
         ids = []
         for k, ev in enumerate(value):
-            eid = ev.get("id") if isinstance(ev, dict) else None
+            eid = _id_of(ev)
             ids.append(eid)
             out.append(_Raw(ev, Ref.lazy(rel, eid, index, k)))
         session.files.append(SourceFile(str(p), "flat-export", "read", size, ids))
@@ -412,7 +412,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
                 session.diag("v0.malformed-event", "event file could not be decoded; skipped", ERROR, file=p, event_id=num)
             files.append(SourceFile(p, "event", "skipped", note="malformed"))
             continue
-        eid = value.get("id")
+        eid = _id_of(value)
         if eid != num:
             session.diag("v0.id-mismatch", f"file {n} holds event id {eid!r}", WARNING, file=p, event_id=eid)
         out.append(_Raw(value, Ref(prefix + n, eid, 1, 1)))  # json.dumps: one line
@@ -452,7 +452,7 @@ def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -
             if not isinstance(ev, dict):
                 session.diag("v0.malformed-event", f"element {k} of the shard is a JSON {type(ev).__name__}, not an object; skipped", ERROR, file=str(p), offset=k)
                 continue
-            eid = ev.get("id")
+            eid = _id_of(ev)
             ids.append(eid)
             out.append(_Raw(ev, Ref(rel, eid, 1, 1)))
         session.files.append(SourceFile(str(p), "event-cache-shard", "read", None, ids))
@@ -539,12 +539,20 @@ def _usage_of(m: Any) -> dict[str, Any] | None:
     return out
 
 
+def _id_of(raw: Any) -> int | str | None:
+    """An event's id when it is usable (an int or a string), else None."""
+    eid = raw.get("id") if type(raw) is dict else None
+    return eid if type(eid) is int or type(eid) is str else None
+
+
 def to_event(raw: Any, ref: Ref) -> Event:
     """The normalized view of one V0 event dict (``raw`` is kept as is)."""
     if type(raw) is not dict:
         return Event(None, OTHER, "invalid", raw, ref=ref)
     get = raw.get
     eid = get("id")
+    if type(eid) is not int and type(eid) is not str:
+        eid = None  # not a usable id (v0.bad-id says so); raw keeps what was written
     source = get("source")
     ts = get("timestamp")
     action = get("action")
@@ -724,7 +732,8 @@ def _check_ids(session: Session, view: str | None) -> None:
     file = session.metadata.get("view_path")
     for e in session.events:
         if not isinstance(e.id, int) or isinstance(e.id, bool):
-            session.diag("v0.bad-id", f"event has no integer id (id={e.id!r})", WARNING, file=e.ref.path if e.ref else file)
+            written = e.raw.get("id") if isinstance(e.raw, dict) else None
+            session.diag("v0.bad-id", f"event has no integer id (id={written!r})", WARNING, file=e.ref.path if e.ref else file)
             continue
         if e.id in seen:
             session.diag("v0.duplicate-id", f"event id {e.id} appears more than once; the first is used for pairing", WARNING,

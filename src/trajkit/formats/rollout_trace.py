@@ -430,7 +430,13 @@ def sniff(candidate: Path, fingerprint: str) -> Match | None:
             return Match(candidate, fingerprint, STRONG, f"{candidate.name} holds captured model-call records")
         return None
     trace = trace_file_in(candidate)
-    if trace is None or not looks_like_trace(trace):
+    if trace is None:
+        return None
+    if not looks_like_trace(trace):
+        if trace.name in TRACE_NAMES:
+            # Named like a trace but empty, cut or damaged: still a rollout
+            # directory, so the reader can say what is wrong with it.
+            return Match(candidate, fingerprint, WEAK, f"{trace.name} is named like a trace but does not start like one")
         return None
     strength = STRONG if trace.name in TRACE_NAMES else WEAK
     return Match(candidate, fingerprint, strength, f"{trace.name} holds captured model-call records")
