@@ -28,6 +28,11 @@ def _cut(text: str | None, width: int) -> str:
     return text
 
 
+def _block(text: str | None, width: int, indent: str) -> str:
+    """``text`` cut to ``width`` characters, every line indented by ``indent``."""
+    return "\n".join(indent + line for line in _cut(text, width).splitlines() or [""])
+
+
 def _one_line(text: str | None, width: int) -> str:
     return _cut((text or "").replace("\r", "").replace("\n", "⏎ "), width)
 
@@ -79,7 +84,8 @@ def print_session(session: Session, width: int = 400, indent: str = "") -> None:
     if facts:
         con.print(indent + "  ".join(facts))
     if session.task:
-        con.print(f"{indent}[bold]task[/bold] ({session.task_source}):\n{indent}  {_cut(session.task, width)}")
+        con.print(f"{indent}[bold]task[/bold] ({session.task_source}):")
+        con.print(_block(session.task, width, indent + "  "), markup=False)
     con.print(f"{indent}{len(session.events)} events, {len(session.steps)} steps, {len(session.diagnostics)} diagnostics")
     con.rule()
     for e in session.events:
@@ -92,12 +98,12 @@ def print_session(session: Session, width: int = 400, indent: str = "") -> None:
         if step:
             con.print(f"{head} {tag}")
             if step.thinking:
-                con.print(f"{indent}  thought: {_cut(step.thinking, width)}", markup=False)
-            con.print(f"{indent}  $ {_cut(step.action, width)}", markup=False)
+                con.print(_block("thought: " + step.thinking, width, indent + "  "), markup=False)
+            con.print(_block("$ " + step.action, width, indent + "  "), markup=False)
         else:
             con.print(head)
             if e.text:
-                con.print(f"{indent}  {_cut(e.text, width)}", markup=False)
+                con.print(_block(e.text, width, indent + "  "), markup=False)
             for c in e.tool_calls:
                 con.print(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})", markup=False)
     for s in session.steps:
