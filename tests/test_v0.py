@@ -607,3 +607,24 @@ def test_render_json_is_byte_identical_to_json_dumps(corpus):
         assert _dumps(value) == json.dumps(value, ensure_ascii=False), f
         checked += 1
     assert checked > 100
+
+
+def test_lazy_events_equal_fully_derived_events():
+    import pickle
+
+    n = 0
+    for trial in TRIAL_DIRS + [FLAT / f for f in ("basic.json", "basic_gui_mode.json", "basic_interactions.json", "wrong_initial_state.json")]:
+        for view in v0.views_present(trial) or [None]:
+            s = trajkit.read(trial, format="openhands-v0", options=ReadOptions(view=view))
+            for e in s.events:
+                full = v0.full_event(e.raw, e.ref)
+                assert e == full and e.to_dict() == full.to_dict()
+                n += 1
+    assert n > 100
+    e = v0.to_event({"id": 1, "source": "agent", "action": "run", "args": {"command": "ls", "thought": "t"}}, None)
+    e.usage = {"prompt_tokens": 3}  # set before anything was derived: kept
+    assert e.text == "t" and e.usage == {"prompt_tokens": 3} and e.tool_calls[0].arguments == {"command": "ls"}
+    clone = pickle.loads(pickle.dumps(v0.to_event({"id": 2, "source": "user", "action": "message", "args": {"content": "hi"}}, None)))
+    assert clone.text == "hi" and clone.role == "user"
+    with pytest.raises(AttributeError):
+        e.no_such_field

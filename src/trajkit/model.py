@@ -232,6 +232,39 @@ class Event:
     parent_id: Any = None
     ref: Ref | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    _derive: Any = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def lazy(cls, id: Any, kind: str, type: str, raw: Any, ref: Ref | None, derive: Any) -> "Event":
+        """An event whose other fields come from ``derive(raw)`` (a dict of
+        field values; absent ones take their defaults) on first access.
+
+        Readers use it so that work nobody asks for is never done: reading
+        the steps of a run touches few fields of few events.
+        """
+        e = cls.__new__(cls)
+        e.id = id
+        e.kind = kind
+        e.type = type
+        e.raw = raw
+        e.ref = ref
+        e._derive = derive
+        return e
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached for a slot never assigned: a lazy event's derived fields.
+        derive = object.__getattribute__(self, "_derive")
+        if derive is None or name not in _DERIVED_DEFAULTS:
+            raise AttributeError(name)
+        self._derive = None
+        values = derive(self.raw)
+        for field_name, default in _DERIVED_DEFAULTS.items():
+            try:
+                object.__getattribute__(self, field_name)  # already set: keep it
+            except AttributeError:
+                value = values.get(field_name, default)
+                setattr(self, field_name, value() if callable(value) else value)
+        return object.__getattribute__(self, name)
 
     def to_dict(self, raw: bool = True) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind, "type": self.type}
@@ -248,6 +281,13 @@ class Event:
         if raw:
             d["raw"] = self.raw
         return d
+
+
+#: The fields a lazy :class:`Event` derives, with their defaults (callables make a fresh value).
+_DERIVED_DEFAULTS: dict[str, Any] = {
+    "source": None, "role": None, "timestamp": None, "text": None, "tool_calls": list, "call_id": None,
+    "cause": None, "response_id": None, "reasoning": None, "usage": None, "parent_id": None, "extra": dict,
+}
 
 
 @dataclass(slots=True)

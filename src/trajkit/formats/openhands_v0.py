@@ -295,12 +295,6 @@ def _has_files(names: list[str], pat: re.Pattern) -> bool:
     return any(pat.match(n) for n in names)
 
 
-@dataclass(slots=True)
-class _Raw:
-    value: Any
-    ref: Ref
-
-
 def _rel(path: Path, root: Path) -> str:
     try:
         return os.path.relpath(path, root if root.is_dir() else root.parent)
@@ -308,7 +302,7 @@ def _rel(path: Path, root: Path) -> str:
         return str(path)
 
 
-def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_Raw], Path | None]:
+def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[Event], Path | None]:
     """Events of the flat view: the largest candidate that is a JSON list."""
     cands = []
     for p in lay.flat_candidates:
@@ -318,7 +312,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_
             session.diag("file.unreadable", f"cannot stat: {e.strerror}", ERROR, file=str(p))
     cands.sort(key=lambda t: -t[0])
     chosen: Path | None = None
-    out: list[_Raw] = []
+    out: list[Event] = []
     for size, p in cands:
         if chosen is not None:
             session.files.append(SourceFile(str(p), "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {chosen.name}"))
@@ -354,7 +348,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[_
         for k, ev in enumerate(value):
             eid = _id_of(ev)
             ids.append(eid)
-            out.append(_Raw(ev, Ref.lazy(rel, eid, index, k)))
+            out.append(to_event(ev, Ref.lazy(rel, eid, index, k), eid))
         session.files.append(SourceFile(str(p), "flat-export", "read", size, ids))
     return out, chosen
 
@@ -380,7 +374,7 @@ def _fast_load(path: str, cap: int, loads: Any) -> Any:
         os.close(fd)
 
 
-def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
+def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
     base = os.fspath(d)
     prefix = _rel(d, lay.root) + os.sep
     numbered = []
@@ -415,12 +409,12 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
         eid = _id_of(value)
         if eid != num:
             session.diag("v0.id-mismatch", f"file {n} holds event id {eid!r}", WARNING, file=p, event_id=eid)
-        out.append(_Raw(value, Ref(prefix + n, eid, 1, 1)))  # json.dumps: one line
+        out.append(to_event(value, Ref(prefix + n, eid, 1, 1), eid))  # json.dumps: one line
         files.append(SourceFile(p, "event", "read", None, [eid]))
     return out
 
 
-def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[_Raw]:
+def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
     shards = []
     for n in lay.ls(d):
         m = _SHARD_FILE.match(n)
@@ -454,7 +448,7 @@ def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -
                 continue
             eid = _id_of(ev)
             ids.append(eid)
-            out.append(_Raw(ev, Ref(rel, eid, 1, 1)))
+            out.append(to_event(ev, Ref(rel, eid, 1, 1), eid))
         session.files.append(SourceFile(str(p), "event-cache-shard", "read", None, ids))
     return out
 
@@ -545,8 +539,60 @@ def _id_of(raw: Any) -> int | str | None:
     return eid if type(eid) is int or type(eid) is str else None
 
 
-def to_event(raw: Any, ref: Ref) -> Event:
-    """The normalized view of one V0 event dict (``raw`` is kept as is)."""
+_UNSET = object()
+
+
+def _kind_type(raw: Any) -> tuple[str, str]:
+    """An event's normalized kind and native type name."""
+    if type(raw) is not dict:
+        return OTHER, "invalid"
+    action = raw.get("action")
+    if action is not None:
+        if type(action) is not str:
+            action = str(action)
+        if action == "message":
+            return MESSAGE, action
+        if action == "system":
+            return SYSTEM, action
+        if action in _STATE_ACTIONS:
+            return STATE, action
+        if action == "condensation" or action == "condensation_request":
+            return CONDENSATION, action
+        return ACTION, action
+    obs = raw.get("observation")
+    if obs is not None:
+        if type(obs) is not str:
+            obs = str(obs)
+        if obs in _STATE_OBSERVATIONS:
+            return STATE, obs
+        if obs == "error" and type(raw.get("cause")) is not int:
+            return ERROR_EVENT, obs
+        return OBSERVATION, obs
+    return OTHER, "unknown"
+
+
+_DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning",
+            "usage", "parent_id", "extra")
+
+
+def _derive(raw: Any) -> dict[str, Any]:
+    ev = full_event(raw, None)
+    return {name: getattr(ev, name) for name in _DERIVED}
+
+
+def to_event(raw: Any, ref: Ref | None, event_id: Any = _UNSET) -> Event:
+    """The normalized view of one V0 event dict (``raw`` is kept as is).
+
+    Id, kind, type and ref are set at once; the other fields are derived
+    from ``raw`` on first access (:meth:`Event.lazy`), exactly as
+    :func:`full_event` derives them.
+    """
+    kind, typ = _kind_type(raw)
+    return Event.lazy(_id_of(raw) if event_id is _UNSET else event_id, kind, typ, raw, ref, _derive)
+
+
+def full_event(raw: Any, ref: Ref | None) -> Event:
+    """The normalized view of one V0 event dict, every field derived now."""
     if type(raw) is not dict:
         return Event(None, OTHER, "invalid", raw, ref=ref)
     get = raw.get
@@ -650,7 +696,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     if want is not None and want not in VIEWS:
         session.diag("v0.unknown-view", f"unknown view {want!r}; views are {', '.join(VIEWS)}", ERROR)
         return session
-    raws: list[_Raw] = []
+    events: list[Event] = []
     view = None
     view_path = None
     order = [want] if want else list(VIEWS)
@@ -658,7 +704,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         session.diag("v0.view-missing", f"view {want} is not present (present: {', '.join(present) or 'none'})", ERROR, file=str(root))
     for v in order:
         if v == FLAT and lay.flat_candidates:
-            raws, chosen = _read_flat(lay, session, opts)
+            events, chosen = _read_flat(lay, session, opts)
             if chosen is not None:
                 view, view_path = FLAT, chosen
                 break
@@ -666,7 +712,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
             subdir, pattern, read_view = _DIR_VIEWS[v]
             d = next((d / subdir for d in lay.session_dirs if _has_files(lay.ls(d / subdir), pattern)), None)
             if d is not None:
-                raws = read_view(d, lay, session, opts)
+                events = read_view(d, lay, session, opts)
                 view, view_path = v, d
                 break
     if FLAT not in present and lay.kind in ("terminal-bench", "harbor"):
@@ -692,7 +738,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     if view is None:
         session.diag("v0.no-events", "no view holds any events", ERROR if not present else WARNING, file=str(root))
     session.id = _session_id(lay, view_path)
-    session.events = [to_event(r.value, r.ref) for r in raws]
+    session.events = events
     attribute_usage(session.events)
     _check_ids(session, view)
     _task_text(session)
@@ -771,7 +817,7 @@ def _model_facts(session: Session) -> None:
                     session.metadata["harness_version"] = a.get("openhands_version")
             break
     for e in session.events:
-        if e.extra.get("model"):
+        if e.kind == ACTION and type(e.raw) is dict and "tool_call_metadata" in e.raw and e.extra.get("model"):
             session.metadata["model"] = e.extra["model"]
             break
     for e in reversed(session.events):
@@ -838,8 +884,8 @@ def build_steps(session: Session) -> list[Step]:
                 eid,
                 obs.id,
                 parallel_group=e.response_id if _parallel(raw) else None,
-                usage=_usage_tokens(e.usage),
-                cost=e.usage.get("cost") if e.usage else None,
+                usage=_usage_tokens(e.usage) if "llm_metrics" in raw else None,
+                cost=e.usage.get("cost") if "llm_metrics" in raw and e.usage else None,
             )
         )
     session.metadata["actions_without_observation"] = unanswered
@@ -863,7 +909,9 @@ def attribute_usage(events: list[Event]) -> None:
     prev: dict[str, Any] = {}
     seen: set[str] = set()
     for e in events:
-        totals = e.extra.get("cumulative_usage") if e.extra else None
+        if type(e.raw) is not dict or "llm_metrics" not in e.raw:
+            continue
+        totals = e.extra.get("cumulative_usage")
         if totals is None:
             continue
         rid = e.response_id
