@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
 import random
 import shutil
 import subprocess

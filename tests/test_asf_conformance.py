@@ -4,7 +4,6 @@ verification, the context algorithm and request hashes."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

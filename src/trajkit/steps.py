@@ -20,11 +20,10 @@ CLI's ``steps``/``normalize`` verbs and the gate use the rest.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from .model import Ref, Session, Step, StepCountMismatch, ReadOptions
+from .model import ReadOptions, Ref, Session, StepCountMismatch
 
 def _make_dumps():
     """``json.dumps(obj, ensure_ascii=False)``, byte for byte, without building

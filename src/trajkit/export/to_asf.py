@@ -36,7 +36,7 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..model import (
     ACTION,

@@ -551,7 +551,6 @@ def read(root: Path, options: ReadOptions) -> Session:
 
     raw_records = _load_records(trace, session, options)
     calls: list[tuple[CallInfo, Any, int | None, int | None]] = []
-    used_ids: set[Any] = set()
     odd: list[tuple[Any, int | None, int | None, int]] = []
     for i, (rec, l0, l1) in enumerate(raw_records):
         if not isinstance(rec, dict):
