@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import os
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +154,73 @@ def misfit_members(raw: dict, kind: Any) -> list[str]:
     return [name for name, typ in req if type(raw.get(name)) is not typ]
 
 
+def action_call(raw: dict) -> tuple[str, Any, bool]:
+    """An ActionEvent's tool name, arguments (decoded when they are JSON) and
+    whether they decoded (the facts of its ``tool_calls[0]``)."""
+    g = raw.get
+    tc = g("tool_call")
+    name = None
+    args: Any = None
+    decoded = True
+    if type(tc) is dict:
+        name = tc.get("name")
+        a = tc.get("arguments")
+        if type(a) is str:
+            try:
+                args = orjson.loads(a)
+            except orjson.JSONDecodeError:
+                args, decoded = a, False
+        else:
+            args = a
+    elif tc is None:
+        act = g("action")
+        if type(act) is dict:
+            args = {k: v for k, v in act.items() if k != "kind"}
+    if type(name) is not str:
+        tool_name = g("tool_name")
+        name = tool_name if type(tool_name) is str else "?"
+    return name, args, decoded
+
+
+def action_kind(raw: dict) -> str | None:
+    """An ActionEvent's action kind (legacy names mapped), as ``extra["action_kind"]`` says."""
+    act = raw.get("action")
+    if type(act) is dict:
+        ak = act.get("kind")
+        return _ALIASES.get(ak, ak) if type(ak) is str else None
+    return None
+
+
+def action_reasoning(raw: dict) -> str | None:
+    """An ActionEvent's reasoning text (its ``reasoning`` field)."""
+    g = raw.get
+    if g("reasoning_content") or g("thinking_blocks") or g("responses_reasoning_item"):
+        return _reasoning(raw)
+    return None
+
+
+def observation_text(obs: Any) -> str:
+    """The text of an ObservationEvent's ``observation`` member."""
+    return _texts(obs.get("content"), "") if type(obs) is dict else ""
+
+
+def answer_text(raw: dict, kind: str) -> str | None:
+    """The ``text`` of an answer (ObservationEvent, UserRejectObservation, AgentErrorEvent)."""
+    if kind == "ObservationEvent":
+        return observation_text(raw.get("observation"))
+    if kind == "UserRejectObservation":
+        return UserRejectView(raw).text
+    return AgentErrorView(raw).error
+
+
+def response_id_of(raw: dict, kind: str) -> str | None:
+    """An event's ``response_id`` (ActionEvent, MessageEvent and Condensation have one)."""
+    if kind in _RESPONSE_KINDS:
+        rid = raw.get("llm_response_id")
+        return rid if type(rid) is str else None
+    return None
+
+
 def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
     """The normalized :class:`Event` for one decoded event object.
 
@@ -197,7 +265,6 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
     if kind == "ActionEvent":
         ev.role = "assistant"
         ev.text = _texts(g("thought"), "\n")
-        tc = g("tool_call")
         tool_name = g("tool_name")
         call_id = g("tool_call_id")
         if type(call_id) is not str:
@@ -205,39 +272,21 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
             extra["misfit_members"] = ["tool_name", "tool_call_id"] if type(tool_name) is not str else ["tool_call_id"]
         elif type(tool_name) is not str:
             extra["misfit_members"] = ["tool_name"]
-        name = None
-        args: Any = None
-        decoded = True
-        if type(tc) is dict:
-            name = tc.get("name")
-            a = tc.get("arguments")
-            if type(a) is str:
-                try:
-                    args = orjson.loads(a)
-                except orjson.JSONDecodeError:
-                    args, decoded = a, False
-            else:
-                args = a
+        name, args, decoded = action_call(raw)
         act = g("action")
         if type(act) is dict:
-            ak = act.get("kind")
-            if tc is None:
-                args = {k: v for k, v in act.items() if k != "kind"}
             extra["tool_name"] = tool_name
-            extra["action_kind"] = _ALIASES.get(ak, ak) if type(ak) is str else None
+            extra["action_kind"] = action_kind(raw)
             extra["executable"] = True
         else:
             extra["tool_name"] = tool_name
             extra["action_kind"] = None
             extra["executable"] = False
-        if type(name) is not str:
-            name = tool_name if type(tool_name) is str else "?"
         ev.tool_calls.append(ToolCall(name, args, call_id))
         ev.call_id = call_id
         rid = g("llm_response_id")
         ev.response_id = rid if type(rid) is str else None
-        if g("reasoning_content") or g("thinking_blocks") or g("responses_reasoning_item"):
-            ev.reasoning = _reasoning(raw)
+        ev.reasoning = action_reasoning(raw)
         if not decoded:
             extra["arguments_not_json"] = True
         risk = g("security_risk")
@@ -254,7 +303,7 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
             if type(obs) is not dict:
                 obs = {}
         ev.role = "tool"
-        ev.text = _texts(obs.get("content"), "")
+        ev.text = observation_text(obs)
         ev.call_id = cid if type(cid) is str else None
         aid = g("action_id")
         ev.cause = aid if type(aid) is str else None
@@ -510,6 +559,21 @@ def meta_facts(meta: dict) -> dict[str, Any]:
 
 
 _ANSWER_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
+#: Kinds whose ``response_id`` is their ``llm_response_id`` (every other kind has none).
+_RESPONSE_KINDS = frozenset({"ActionEvent", "MessageEvent", "Condensation"})
+#: The fields a lazy event derives (:meth:`Event.lazy`).
+_DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id")
+
+
+def _derive(tz: Any, added: dict[str, Any], raw: dict) -> dict[str, Any]:
+    """The derived fields of a lazily built event: :func:`normalize_raw`'s,
+    with what the reader added to ``extra`` (``added``) after its own."""
+    ev = normalize_raw(raw, "", tz)
+    values = {name: getattr(ev, name) for name in _DERIVED}
+    extra = ev.extra
+    extra.update(added)
+    values["extra"] = extra
+    return values
 _READ_PROBLEM = {
     "sdk.event-too-large": "event {index} is {size} bytes, over the size cap of {cap} bytes; not read",
     "sdk.event-unreadable": "event {index} could not be read (vanished or unreadable)",
@@ -576,7 +640,14 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
             gc.enable()
 
 
-def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> Session:
+def read_derived(root: Path, options: ReadOptions | None = None) -> Session:
+    """The same Session as :func:`read`, with every event field derived while
+    reading (the reference lazily built events are checked against)."""
+    options = options or ReadOptions()
+    return _read(Path(os.path.abspath(os.fspath(root))), options, 0, set(), lazy=False)
+
+
+def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy: bool = True) -> Session:
     s = Session(format=FORMAT_NAME, source_path=str(root), view="events")
     tz = _zone(options.tz, s)
     if options.view not in (None, "events"):
@@ -680,6 +751,9 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
     s.diagnostics.extend(scan.diagnostics)
     events: list[Event] = []
     kinds: list[Any] = []
+    #: what the reader adds to each event's ``extra`` (index, branch, ...), and its decoded JSON
+    extras: list[dict[str, Any]] = []
+    raws: list[dict] = []
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
     files_append = s.files.append
@@ -707,37 +781,59 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
             continue
         if d is not None:
             s.diagnostics.append(d)
-        ev = normalize_raw(raw, path, tz)
-        ev.extra["index"] = ef.index
-        eid = ev.id
+        g = raw.get
+        kind = g("kind")
+        if type(kind) is not str:
+            kind = None
+        eid = g("id")
+        if type(eid) is not str:
+            eid = str(eid) if type(eid) is int else None
         if eid is None:
-            eid = ev.id = ev.ref.event_id = ef.name_id  # type: ignore[union-attr]
+            eid = ef.name_id
             s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=path)
         elif eid != ef.name_id:
             s.diag("sdk.event-id-mismatch", f"file name says id {ef.name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
-        kind = ev.type
-        if "unknown_kind" in ev.extra:
-            s.diag("sdk.unknown-kind", f"unknown event kind {kind!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
+        if lazy:
+            added = {"index": ef.index}
+            ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, Ref(path, eid), partial(_derive, tz, added))
+            pid = g("parent_id")
+            ev.parent_id = pid if type(pid) is str else None
         else:
-            bad = ev.extra.get("misfit_members")
+            ev = normalize_raw(raw, path, tz)
+            ev.id = ev.ref.event_id = eid  # type: ignore[union-attr]
+            added = ev.extra
+            added["index"] = ef.index
+        typ = kind or "?"
+        if kind not in KNOWN_KINDS:
+            s.diag("sdk.unknown-kind", f"unknown event kind {typ!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
+        elif kind in _REQUIRED:
+            bad = misfit_members(raw, kind)
             if bad:
                 s.diag("sdk.event-misfit", f"{kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=path, event_id=eid)
         if eid in seen_ids:
-            s.diag("sdk.event-duplicate-id", f"event id also used at index {events[seen_ids[eid]].extra.get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
+            s.diag("sdk.event-duplicate-id", f"event id also used at index {extras[seen_ids[eid]].get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
         else:
             seen_ids[eid] = len(events)
         # answers name the action they answer (by action_id, else by tool call id)
         if kind == "ActionEvent":
-            if ev.call_id:
-                action_of_call[ev.call_id] = eid
+            cid = g("tool_call_id")
+            if cid and type(cid) is str:
+                action_of_call[cid] = eid
         elif kind in _ANSWER_KINDS:
-            if ev.cause is None and ev.call_id in action_of_call:
-                ev.cause = action_of_call[ev.call_id]
-            if ev.cause is None and kind == "AgentErrorEvent":
-                ev.kind = ERROR_EVENT
+            cause = g("action_id") if kind != "AgentErrorEvent" else None
+            if type(cause) is not str:
+                cause = None
+                cid = g("tool_call_id")
+                if type(cid) is str and cid in action_of_call:
+                    cause = action_of_call[cid]
+                if cause is None and kind == "AgentErrorEvent":
+                    ev.kind = ERROR_EVENT
+            ev.cause = cause
         files_append(SourceFile(path, "event", "read", len(data), [eid], EVENT))
         events.append(ev)
-        kinds.append(kind)
+        kinds.append(typ)
+        extras.append(added)
+        raws.append(raw)
     for ef in scan.others:
         if ef.status == layout.SIDECAR:
             files_append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
@@ -755,14 +851,16 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
         state.get("head_is_empty"),
         file=state_file,
         unreadable={f.name_id: f.index for f in scan.ordered if f.name_id not in seen_ids} if len(events) != len(scan.ordered) else None,
-        file_indices=[e.extra["index"] for e in events],
+        file_indices=[x["index"] for x in extras],
     )
     s.diagnostics.extend(b.diagnostics)
-    for ev, place, parent in zip(events, b.place, b.parents):
-        ev.extra["branch"] = place
-        ev.extra["on_active_branch"] = place != tree.ABANDONED
-        if parent != ev.parent_id and not (parent is None and ev.parent_id == tree.ROOT_MARK):
-            ev.extra["effective_parent_id"] = parent
+    abandoned = tree.ABANDONED
+    root_mark = tree.ROOT_MARK
+    for ev, x, place, parent in zip(events, extras, b.place, b.parents):
+        x["branch"] = place
+        x["on_active_branch"] = place != abandoned
+        if parent != ev.parent_id and not (parent is None and ev.parent_id == root_mark):
+            x["effective_parent_id"] = parent
 
     # --- metadata
     nums = _Numbers()
@@ -800,33 +898,39 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
         if md.get("accumulated_cost") is None and isinstance(mf["accumulated_cost"], (int, float)):
             md["accumulated_cost"] = mf["accumulated_cost"]
     if not md.get("updated_at") and events:
-        md["updated_at"] = events[-1].timestamp
+        ts = raws[-1].get("timestamp")
+        md["updated_at"] = (_localize(ts, tz) if tz is not None else ts) if type(ts) is str else None
 
     s.id = md.get("conversation_id") or (isinstance(meta_raw, dict) and (meta_raw.get("conversation_id") or meta_raw.get("id"))) or root.name
 
     # --- the security analyzer's verdict, on the actions it judged
-    for ev in events:
-        if ev.type == "SecurityAnalysisEvent":
-            for action_id, risk in (ev.extra.get("risks") or {}).items():
-                j = seen_ids.get(action_id)
-                if j is not None and events[j].type == "ActionEvent":
-                    events[j].extra["analyzed_risk"] = {"risk": risk, "analysis_event_id": ev.id}
+    # (read from the decoded JSON: what the reader adds to ``extra`` goes in
+    # before anything reads an event's derived fields)
+    if "SecurityAnalysisEvent" in kinds:
+        for ev, raw in zip(events, raws):
+            if ev.type == "SecurityAnalysisEvent":
+                for action_id, risk in SecurityAnalysisView(raw).risks.items():
+                    j = seen_ids.get(action_id)
+                    if j is not None and events[j].type == "ActionEvent":
+                        extras[j]["analyzed_risk"] = {"risk": risk, "analysis_event_id": ev.id}
 
     # --- usage per response (first event of a response carries it)
     given: set[str] = set()
-    for ev in events:
-        rid = ev.response_id
-        if rid and rid in by_response:
-            if rid not in given:
-                ev.usage = dict(by_response[rid])
-                given.add(rid)
-            else:
-                ev.extra["usage_on"] = "first event of the response"
+    if by_response:
+        for ev, raw, x in zip(events, raws, extras):
+            if ev.type in _RESPONSE_KINDS:
+                rid = raw.get("llm_response_id")
+                if rid and type(rid) is str and rid in by_response:
+                    if rid not in given:
+                        ev.usage = dict(by_response[rid])
+                        given.add(rid)
+                    else:
+                        x["usage_on"] = "first event of the response"
     md["usage_by_response"] = by_response
 
     # --- task
-    for ev in events:
-        if ev.type == "MessageEvent" and ev.source == "user" and ev.extra.get("on_active_branch") and ev.text:
+    for ev, raw, x in zip(events, raws, extras):
+        if ev.type == "MessageEvent" and raw.get("source") == "user" and x["on_active_branch"] and ev.text:
             s.task = ev.text
             s.task_source = f"{layout.EVENTS_DIR}/{os.path.basename(ev.ref.path)}" if ev.ref else "events"
             break
@@ -858,14 +962,14 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str]) -> S
             s.files.append(SourceFile(str(cd), "other", "unused", None, note="subagents/ entry that is not a conversation"))
             s.diag("sdk.child-not-conversation", "subagents/ entry holds no conversation", INFO, file=str(cd))
             continue
-        child = _read(cd, options, depth + 1, visiting)
+        child = _read(cd, options, depth + 1, visiting, lazy)
         child.metadata["parent_id"] = s.id
         s.children.append(child)
 
     if options.steps:
         from .stepping import build_steps
 
-        build_steps(s)
+        build_steps(s, b.place)
     return s
 
 

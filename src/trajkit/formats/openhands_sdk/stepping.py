@@ -17,6 +17,9 @@ from typing import Any
 
 from ...model import INFO, Session, Step
 from ...steps import render_action, thinking_of
+from .reader import _texts as texts
+from .tree import ABANDONED
+from .reader import action_call, action_kind, action_reasoning, answer_text, response_id_of
 
 _ANSWER_TYPES = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 
@@ -63,29 +66,35 @@ def _ts(value: str | None) -> datetime | None:
     return dt.replace(tzinfo=None)
 
 
-def build_steps(s: Session) -> None:
+def build_steps(s: Session, places: list[str] | None = None) -> None:
     """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them).
 
     Answers carry ``cause`` (the reader sets it from ``action_id``, else from
-    the tool call id), so pairing is one pass.
+    the tool call id), so pairing is one pass. ``places`` is each event's
+    ``extra["branch"]`` when the caller has them at hand. The facts of
+    actions and answers are read from their decoded JSON with the reader's
+    own functions, so building steps derives no field of a lazily built
+    event (ACP tool calls excepted).
     """
     events = s.events
     check_branch = bool(s.metadata.get("abandoned_event_ids"))
+    if check_branch and places is None:
+        places = [ev.extra.get("branch") for ev in events]
     action_at: dict[Any, int] = {}
     answer_of: dict[int, int] = {}
     acp_groups: dict[str, list[int]] = {}
     order: list[int] = []
     batch_size: dict[str, int] = {}
     for i, ev in enumerate(events):
-        if check_branch and ev.extra.get("branch") == "abandoned":
+        if check_branch and places[i] == ABANDONED:  # type: ignore[index]
             continue
         t = ev.type
         if t == "ActionEvent":
             order.append(i)
             if ev.id not in action_at:
                 action_at[ev.id] = i
-            rid = ev.response_id
-            if rid:
+            rid = ev.raw.get("llm_response_id")
+            if rid and type(rid) is str:
                 batch_size[rid] = batch_size.get(rid, 0) + 1
         elif t in _ANSWER_TYPES:
             target = action_at.get(ev.cause)
@@ -130,28 +139,28 @@ def build_steps(s: Session) -> None:
             unanswered.append(ev.id)
             continue
         ans = events[j]
-        call = ev.tool_calls[0] if ev.tool_calls else None
-        name = call.name if call is not None and call.name != "?" else None
-        if not name:
-            kind = ev.extra.get("action_kind") or "?"
+        raw = ev.raw
+        name, args, _ = action_call(raw)
+        if not name or name == "?":
+            kind = action_kind(raw) or "?"
             name = _TOOL_OF_ACTION_KIND.get(kind, kind)
-        thought = ev.text
+        thought = texts(raw.get("thought"), "\n")
         thinking = thinking_of(name, {"thought": thought}) if thought else None
-        if thinking is None and ev.reasoning and name != "think":
-            thinking = ev.reasoning
+        if thinking is None and name != "think":
+            thinking = action_reasoning(raw) or None
         step = Step(
             len(steps) + 1,
-            render_step_action(name, call.arguments if call is not None else None),
+            render_step_action(name, args),
             name,
-            ans.text or "",
+            answer_text(ans.raw, ans.type) or "",
             thinking,
             ev.ref,
             ans.ref,
             ev.id,
             ans.id,
         )
-        rid = ev.response_id
-        if rid:
+        rid = raw.get("llm_response_id")
+        if rid and type(rid) is str:
             if batch_size[rid] > 1:
                 step.parallel_group = rid
             first = first_step_of_response.get(rid)
@@ -224,7 +233,7 @@ def match_children(s: Session) -> None:
                 if st not in spawn_steps:
                     spawn_steps.append(st)
     for child in s.children:
-        rids = list(dict.fromkeys(e.response_id for e in child.events if e.response_id))
+        rids = list(dict.fromkeys(rid for e in child.events if (rid := response_id_of(e.raw, e.type))))
         match: tuple[Step, str, str] | None = None
         for rid in rids:
             uid = (by_response.get(rid) or {}).get("usage_id")

@@ -1,0 +1,65 @@
+"""Lazily built SDK events equal their fully derived twins."""
+
+from __future__ import annotations
+
+import pickle
+
+import orjson
+
+from trajkit.formats.openhands_sdk import find_sessions, read
+from trajkit.formats.openhands_sdk.reader import read_derived
+from trajkit.model import ReadOptions
+
+def _pairs(conv, options):
+    lazy, full = read(conv, options), read_derived(conv, options)
+    assert lazy.to_dict() == full.to_dict()  # metadata, files, diagnostics, children, steps
+    assert [st.to_dict() for st in lazy.steps] == [st.to_dict() for st in full.steps]
+    for ls, fs in zip(lazy.walk(), full.walk()):
+        assert len(ls.events) == len(fs.events)
+        yield from zip(ls.events, fs.events)
+
+def test_lazy_events_equal_fully_derived_events(corpus):
+    convs = find_sessions(corpus)
+    assert len(convs) >= 10
+    n = 0
+    for conv in convs:
+        for options in (ReadOptions(), ReadOptions(tz="Europe/Paris")):
+            for e, full in _pairs(conv, options):
+                assert e == full
+                assert e.to_dict() == full.to_dict()
+                assert list(e.extra) == list(full.extra)  # same keys, same order
+                n += 1
+    assert n > 100
+
+def test_lazy_event_keeps_fields_set_before_derivation(corpus):
+    sessions = [(c, read(c, ReadOptions(steps=False))) for c in find_sessions(corpus)]
+    conv, s = next((c, s) for c, s in sessions if any(e.type == "ActionEvent" for e in s.events))
+    ev = next(e for e in s.events if e.type == "ActionEvent")
+    ev.usage = {"prompt_tokens": 3}
+    assert ev.usage == {"prompt_tokens": 3} and ev.tool_calls and ev.extra["index"] >= 0
+    assert ev.extra["on_active_branch"] in (True, False) and "action_kind" in ev.extra
+    clone = pickle.loads(pickle.dumps(read(conv).events[0]))
+    assert clone.text is not None and clone.extra["index"] == 0
+
+def test_lazy_events_of_odd_members_equal_derived(tmp_path):
+    """Misfit members, ids written as ints, unknown kinds and answers matched by call id."""
+    conv = tmp_path / "c" / ("ab" * 16)
+    ev_dir = conv / "events"
+    ev_dir.mkdir(parents=True)
+    events = [
+        {"id": 7, "kind": "MessageEvent", "source": "user", "llm_message": {"role": "user", "content": [{"type": "text", "text": "go"}]}},
+        {"id": "a1", "kind": "ActionEvent", "source": "agent", "tool_name": "terminal", "tool_call_id": "c1", "llm_response_id": "r1",
+         "tool_call": {"name": "terminal", "arguments": "{\"command\": \"ls\"}"}, "action": {"kind": "TerminalAction", "command": "ls"},
+         "thought": [{"type": "text", "text": "look"}], "parent_id": "7"},
+        {"id": "o1", "kind": "AgentErrorEvent", "source": "environment", "tool_name": "terminal", "tool_call_id": "c1", "error": "boom"},
+        {"id": "a2", "kind": "ActionEvent", "source": "agent", "tool_name": 3, "tool_call_id": None, "tool_call": {"name": "x", "arguments": "{bad"}},
+        {"id": "u1", "kind": "Mystery", "source": "agent"},
+        {"id": "o2", "kind": "ObservationEvent", "source": "environment", "tool_call_id": "c1", "observation": "nope"},
+    ]
+    for i, e in enumerate(events):
+        (ev_dir / f"event-{i:05d}-{i:032x}.json").write_bytes(orjson.dumps(e))
+    pairs = list(_pairs(conv, ReadOptions()))
+    assert len(pairs) == len(events)
+    for e, full in pairs:
+        assert e == full and e.to_dict() == full.to_dict()
+    assert pairs[2][0].kind == "observation" and pairs[2][0].cause == "a1"
