@@ -396,6 +396,8 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
 
 
 _CHECKED_INLINE = frozenset({"ActionEvent", "ObservationEvent"})
+#: Known kinds with required members (the reader checks them as it reads).
+_REQUIRED_KNOWN = frozenset(_REQUIRED) & KNOWN_KINDS
 
 
 # ----------------------------------------------------------------- state
@@ -804,12 +806,19 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
             added = ev.extra
             added["index"] = ef.index
         typ = kind or "?"
-        if kind not in KNOWN_KINDS:
-            s.diag("sdk.unknown-kind", f"unknown event kind {typ!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
-        elif kind in _REQUIRED:
-            bad = misfit_members(raw, kind)
+        if kind in _REQUIRED_KNOWN:
+            # the two commonest kinds are checked inline; misfit_members says which members are off
+            if kind == "ActionEvent":
+                fits = type(g("tool_name")) is str and type(g("tool_call_id")) is str
+            elif kind == "ObservationEvent":
+                fits = type(g("observation")) is dict and type(g("tool_call_id")) is str and type(g("tool_name")) is str
+            else:
+                fits = False
+            bad = None if fits else misfit_members(raw, kind)
             if bad:
                 s.diag("sdk.event-misfit", f"{kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=path, event_id=eid)
+        elif kind not in KNOWN_KINDS:
+            s.diag("sdk.unknown-kind", f"unknown event kind {typ!r}; kept as an event of kind other", INFO, file=path, event_id=eid)
         if eid in seen_ids:
             s.diag("sdk.event-duplicate-id", f"event id also used at index {extras[seen_ids[eid]].get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
         else:

@@ -15,8 +15,10 @@ import json
 from datetime import datetime
 from typing import Any
 
+from orjson import JSONDecodeError, loads
+
 from ...model import INFO, Session, Step
-from ...steps import render_action, thinking_of
+from ...steps import blank_safe, render_action
 from .reader import _texts as texts
 from .tree import ABANDONED
 from .reader import action_call, action_kind, action_reasoning, answer_text, response_id_of
@@ -46,7 +48,13 @@ def render_step_action(name: str, args: Any) -> str:
     rule with :data:`SINGLE_ARGUMENT_TOOLS`; the common ``<tool>(<args>)``
     case is encoded with one cached encoder (same bytes, no per-call
     encoder construction)."""
-    if type(args) is dict and name not in SINGLE_ARGUMENT_TOOLS:
+    if type(args) is dict:
+        key = SINGLE_ARGUMENT_TOOLS.get(name)
+        if key is not None:
+            value = args.get(key)
+            if type(value) is str:
+                return blank_safe(value)
+            return render_action(name, args, single=SINGLE_ARGUMENT_TOOLS)
         if "thought" in args:
             args = {k: v for k, v in args.items() if k != "thought"}
         try:
@@ -140,19 +148,42 @@ def build_steps(s: Session, places: list[str] | None = None) -> None:
             continue
         ans = events[j]
         raw = ev.raw
-        name, args, _ = action_call(raw)
-        if not name or name == "?":
-            kind = action_kind(raw) or "?"
-            name = _TOOL_OF_ACTION_KIND.get(kind, kind)
-        thought = texts(raw.get("thought"), "\n")
-        thinking = thinking_of(name, {"thought": thought}) if thought else None
-        if thinking is None and name != "think":
-            thinking = action_reasoning(raw) or None
+        # action_call(raw), inlined for a tool call with a name and JSON arguments
+        tc = raw.get("tool_call")
+        name = args = None
+        if type(tc) is dict:
+            name = tc.get("name")
+            a = tc.get("arguments")
+            if type(name) is str and name and name != "?" and type(a) is str:
+                try:
+                    args = loads(a)
+                except JSONDecodeError:
+                    name = None
+            else:
+                name = None
+        if name is None:
+            name, args, _ = action_call(raw)
+            if not name or name == "?":
+                kind = action_kind(raw) or "?"
+                name = _TOOL_OF_ACTION_KIND.get(kind, kind)
+        # thinking_of(name, {"thought": thought}), then the reasoning, inlined
+        if name == "think":
+            thinking = None
+        else:
+            thinking = texts(raw.get("thought"), "\n")
+            if not (thinking and thinking.strip()):
+                thinking = action_reasoning(raw) or None
+        at = ans.type
+        if at == "ObservationEvent":
+            obs = ans.raw.get("observation")
+            out = texts(obs.get("content"), "") if type(obs) is dict else ""
+        else:
+            out = answer_text(ans.raw, at) or ""
         step = Step(
             len(steps) + 1,
             render_step_action(name, args),
             name,
-            answer_text(ans.raw, ans.type) or "",
+            out,
             thinking,
             ev.ref,
             ans.ref,
@@ -174,7 +205,6 @@ def build_steps(s: Session, places: list[str] | None = None) -> None:
                     cost = u.get("cost")
                     if type(cost) is float or type(cost) is int:
                         step.cost = cost
-        at = ans.type
         if at != "ObservationEvent":
             step.extra["answer"] = "user_reject" if at == "UserRejectObservation" else "agent_error"
         steps.append(step)
