@@ -63,3 +63,24 @@ def test_lazy_events_of_odd_members_equal_derived(tmp_path):
     for e, full in pairs:
         assert e == full and e.to_dict() == full.to_dict()
     assert pairs[2][0].kind == "observation" and pairs[2][0].cause == "a1"
+
+
+def test_step_rendering_fast_path_matches_the_generic_rule(corpus):
+    """The cached C encoder renders every action as trajkit.steps.render_action does."""
+    from trajkit.formats.openhands_sdk.stepping import SINGLE_ARGUMENT_TOOLS, render_step_action
+    from trajkit.steps import render_action
+
+    n = 0
+    for conv in find_sessions(corpus):
+        for s in read(conv).walk():
+            for e in s.events:
+                for call in e.tool_calls:
+                    args = call.arguments
+                    if isinstance(args, dict):
+                        generic = render_action(call.name, {k: v for k, v in args.items() if k != "thought"} if call.name not in SINGLE_ARGUMENT_TOOLS else args, single=SINGLE_ARGUMENT_TOOLS)
+                        assert render_step_action(call.name, args) == generic
+                        n += 1
+    assert n > 20
+    odd = {"s": "é\u2028\x00\"\\", "f": [1.5, -0.0, 1e300, float("nan")], "n": None, "t": True, "d": {"x": [{}]}, "big": 10**30, "thought": "t"}
+    assert render_step_action("tool", odd) == render_action("tool", {k: v for k, v in odd.items() if k != "thought"}, single={})
+    assert render_step_action("tool", {"x": {1, 2}}) == render_action("tool", {"x": {1, 2}}, single={})

@@ -40,14 +40,33 @@ _TOOL_OF_ACTION_KIND = {
 _SPAWNING_TOOLS = ("task", "delegate")
 
 
-_encode_args = json.JSONEncoder(ensure_ascii=False).encode  # what json.dumps(args, ensure_ascii=False) does
+def _not_json(o: Any) -> Any:
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+try:
+    from json.encoder import c_make_encoder as _c_make_encoder
+except ImportError:  # no C accelerator
+    _c_make_encoder = None
+
+if _c_make_encoder is not None:
+    # The C encoder json.dumps(args, ensure_ascii=False) builds on every call,
+    # built once. No circular-reference markers: the arguments come from
+    # decoding JSON, so they hold no cycles.
+    _c_encoder = _c_make_encoder(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+
+    def _encode_args(args: dict) -> str:
+        return "".join(_c_encoder(args, 0))
+
+else:
+    _encode_args = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def render_step_action(name: str, args: Any) -> str:
     """The step text of an action, by :func:`trajkit.steps.render_action`'s
     rule with :data:`SINGLE_ARGUMENT_TOOLS`; the common ``<tool>(<args>)``
-    case is encoded with one cached encoder (same bytes, no per-call
-    encoder construction)."""
+    case is encoded with one C encoder built once (same text as
+    ``json.dumps(args, ensure_ascii=False)``, no per-call encoder construction)."""
     if type(args) is dict:
         key = SINGLE_ARGUMENT_TOOLS.get(name)
         if key is not None:
