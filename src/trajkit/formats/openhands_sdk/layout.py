@@ -231,10 +231,15 @@ def scan_events(events_dir: str) -> EventScan:
                     file=ef.path,
                 )
             )
-    i = 0
-    while i in by_index:
-        scan.ordered.append(by_index[i])
-        i += 1
+    n = len(by_index)
+    if n and max(by_index) == n - 1:  # n distinct indices, none over n - 1: all of 0..n-1
+        scan.ordered = [by_index[i] for i in range(n)]
+        i = n
+    else:
+        i = 0
+        while i in by_index:
+            scan.ordered.append(by_index[i])
+            i += 1
     if len(scan.ordered) != len(by_index):
         scan.first_missing = i
         for idx in sorted(by_index):

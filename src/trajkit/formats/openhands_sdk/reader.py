@@ -745,6 +745,12 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
     if state_raw is jsonio.MISSING and not any(f.role == "state" for f in s.files):
         s.diag("sdk.state-missing", "no base_state.json; state facts (model, status, leaf) are unknown", WARNING, file=os.path.join(root_s, layout.STATE_FILE))
 
+    # usage per response, known before the events are (the event loop joins it)
+    nums = _Numbers()
+    stats, by_response = read_stats(state, nums)
+    given: set[str] = set()
+    usage_on: list[int] = []
+
     # --- events
     events_dir = os.path.join(root_s, layout.EVENTS_DIR)
     scan = layout.scan_events(events_dir) if have_events_dir else layout.EventScan()
@@ -823,6 +829,15 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
             s.diag("sdk.event-duplicate-id", f"event id also used at index {extras[seen_ids[eid]].get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
         else:
             seen_ids[eid] = len(events)
+        # usage per response (first event of a response carries it)
+        if by_response and kind in _RESPONSE_KINDS:
+            rid = g("llm_response_id")
+            if rid and type(rid) is str and rid in by_response:
+                if rid not in given:
+                    ev.usage = dict(by_response[rid])
+                    given.add(rid)
+                else:
+                    usage_on.append(len(events))  # marked once the analyzer's verdicts are in
         # answers name the action they answer (by action_id, else by tool call id)
         if kind == "ActionEvent":
             cid = g("tool_call_id")
@@ -872,8 +887,6 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
             x["effective_parent_id"] = parent
 
     # --- metadata
-    nums = _Numbers()
-    stats, by_response = read_stats(state, nums)
     if nums.floats:
         s.diag("sdk.number-as-float", f"{nums.floats} count(s) written as floats (e.g. 12.0) in stats; read as integers", INFO, file=state_file)
     if nums.bad:
@@ -885,7 +898,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
     md["timestamps"] = f"localized to {options.tz}" if tz is not None else "naive local time (as the SDK writes them)"
     md["active_branch"] = b.active
     md["leaf_source"] = b.leaf_source
-    md["abandoned_event_ids"] = [e.id for e, p in zip(events, b.place) if p == tree.ABANDONED]
+    md["abandoned_event_ids"] = [e.id for e, p in zip(events, b.place) if p == abandoned] if abandoned in b.place else []
     md["event_count"] = len(events)
     counts: dict[str, int] = {}
     for f in s.files:
@@ -923,18 +936,10 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
                     if j is not None and events[j].type == "ActionEvent":
                         extras[j]["analyzed_risk"] = {"risk": risk, "analysis_event_id": ev.id}
 
-    # --- usage per response (first event of a response carries it)
-    given: set[str] = set()
-    if by_response:
-        for ev, raw, x in zip(events, raws, extras):
-            if ev.type in _RESPONSE_KINDS:
-                rid = raw.get("llm_response_id")
-                if rid and type(rid) is str and rid in by_response:
-                    if rid not in given:
-                        ev.usage = dict(by_response[rid])
-                        given.add(rid)
-                    else:
-                        x["usage_on"] = "first event of the response"
+    # --- usage per response: joined in the event loop (first event of a
+    # response carries it); the later ones say where it is
+    for j in usage_on:
+        extras[j]["usage_on"] = "first event of the response"
     md["usage_by_response"] = by_response
 
     # --- task

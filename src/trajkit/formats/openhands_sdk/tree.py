@@ -141,7 +141,7 @@ def branch(
     for i in path:
         place[i] = ACTIVE
     # Side events: artifacts whose parent is on the branch (or beside it).
-    for i in range(len(ids)):
+    for i in range(len(ids)) if len(path) != len(ids) else ():
         if place[i] != ABANDONED:
             continue
         if kinds[i] in LEGACY_LEAF_SKIP or kinds[i] in HEADLESS_KINDS:
@@ -150,7 +150,7 @@ def branch(
             if pid is None or (j is not None and place[j] in (ACTIVE, SIDE)):
                 place[i] = SIDE
     b.place = place
-    abandoned = sum(1 for p in place if p == ABANDONED)
+    abandoned = place.count(ABANDONED)
     if abandoned:
         b.diagnostics.append(
             Diagnostic(
