@@ -63,6 +63,13 @@ def test_lazy_events_of_odd_members_equal_derived(tmp_path):
     for e, full in pairs:
         assert e == full and e.to_dict() == full.to_dict()
     assert pairs[2][0].kind == "observation" and pairs[2][0].cause == "a1"
+    from trajkit.formats.openhands_sdk.stepping import build_steps
+
+    s, own = read(conv), read(conv, ReadOptions(steps=False))
+    build_steps(own)
+    assert [d.code for d in s.diagnostics].count("sdk.extra-answer") == 1
+    assert [st.to_dict() for st in s.steps] == [st.to_dict() for st in own.steps] and len(s.steps) == 1
+    assert [d.to_dict() for d in s.diagnostics] == [d.to_dict() for d in own.diagnostics]
 
 
 def test_step_rendering_fast_path_matches_the_generic_rule(corpus):
@@ -84,3 +91,21 @@ def test_step_rendering_fast_path_matches_the_generic_rule(corpus):
     odd = {"s": "é\u2028\x00\"\\", "f": [1.5, -0.0, 1e300, float("nan")], "n": None, "t": True, "d": {"x": [{}]}, "big": 10**30, "thought": "t"}
     assert render_step_action("tool", odd) == render_action("tool", {k: v for k, v in odd.items() if k != "thought"}, single={})
     assert render_step_action("tool", {"x": {1, 2}}) == render_action("tool", {"x": {1, 2}}, single={})
+
+
+def test_pairing_made_while_reading_equals_build_steps_own(corpus):
+    """Steps from the reader's pairing equal the steps build_steps pairs itself."""
+    from trajkit.formats.openhands_sdk.stepping import build_steps
+
+    n = 0
+    for conv in find_sessions(corpus):
+        s = read(conv)
+        if s.children:  # their matching needs the children's own steps
+            continue
+        own = read(conv, ReadOptions(steps=False))
+        build_steps(own)
+        assert [st.to_dict() for st in s.steps] == [st.to_dict() for st in own.steps]
+        assert [d.to_dict() for d in s.diagnostics] == [d.to_dict() for d in own.diagnostics]
+        assert s.metadata["actions_without_observation"] == own.metadata["actions_without_observation"]
+        n += len(s.steps)
+    assert n > 10

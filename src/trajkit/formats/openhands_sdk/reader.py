@@ -750,6 +750,14 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
     stats, by_response = read_stats(state, nums)
     given: set[str] = set()
     usage_on: list[int] = []
+    # steps: actions in order, first action of each id, the first answer of
+    # each action, later answers, actions per response
+    step_order: list[int] = []
+    action_at: dict[Any, int] = {}
+    answer_of: dict[int, int] = {}
+    extra_answers: list[tuple[int, int]] = []
+    batch_size: dict[str, int] = {}
+    acp_seen = False
 
     # --- events
     events_dir = os.path.join(root_s, layout.EVENTS_DIR)
@@ -829,20 +837,30 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
             s.diag("sdk.event-duplicate-id", f"event id also used at index {extras[seen_ids[eid]].get('index')}; the first is the one the SDK finds", WARNING, file=path, event_id=eid)
         else:
             seen_ids[eid] = len(events)
+        pos = len(events)
         # usage per response (first event of a response carries it)
-        if by_response and kind in _RESPONSE_KINDS:
+        rid = None
+        if kind in _RESPONSE_KINDS:
             rid = g("llm_response_id")
-            if rid and type(rid) is str and rid in by_response:
+            if not rid or type(rid) is not str:
+                rid = None
+            elif by_response and rid in by_response:
                 if rid not in given:
                     ev.usage = dict(by_response[rid])
                     given.add(rid)
                 else:
-                    usage_on.append(len(events))  # marked once the analyzer's verdicts are in
+                    usage_on.append(pos)  # marked once the analyzer's verdicts are in
         # answers name the action they answer (by action_id, else by tool call id)
         if kind == "ActionEvent":
             cid = g("tool_call_id")
             if cid and type(cid) is str:
                 action_of_call[cid] = eid
+            # the pairing stepping.build_steps would make (see there)
+            step_order.append(pos)
+            if eid not in action_at:
+                action_at[eid] = pos
+            if rid is not None:
+                batch_size[rid] = batch_size.get(rid, 0) + 1
         elif kind in _ANSWER_KINDS:
             cause = g("action_id") if kind != "AgentErrorEvent" else None
             if type(cause) is not str:
@@ -853,6 +871,14 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
                 if cause is None and kind == "AgentErrorEvent":
                     ev.kind = ERROR_EVENT
             ev.cause = cause
+            target = action_at.get(cause)
+            if target is not None:
+                if target in answer_of:
+                    extra_answers.append((pos, target))
+                else:
+                    answer_of[target] = pos
+        elif kind == "ACPToolCallEvent":
+            acp_seen = True
         files_append(SourceFile(path, "event", "read", len(data), [eid], EVENT))
         events.append(ev)
         kinds.append(typ)
@@ -981,9 +1007,9 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
         s.children.append(child)
 
     if options.steps:
-        from .stepping import build_steps
+        from .stepping import Pairing, build_steps
 
-        build_steps(s, b.place)
+        build_steps(s, b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size))
     return s
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from orjson import JSONDecodeError, loads
 
@@ -93,12 +93,25 @@ def _ts(value: str | None) -> datetime | None:
     return dt.replace(tzinfo=None)
 
 
-def build_steps(s: Session, places: list[str] | None = None) -> None:
+class Pairing(NamedTuple):
+    """Actions and their answers as the first pass of :func:`build_steps`
+    pairs them, when the reader made the pairing as it read (a log with no
+    ACP tool calls): positions in ``Session.events``."""
+
+    order: list[int]  # every ActionEvent, in order
+    answer_of: dict[int, int]  # action -> its first answer
+    extra_answers: list[tuple[int, int]]  # (answer, action) of later answers, in order
+    batch_size: dict[str, int]  # actions per LLM response id
+
+
+def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | None = None) -> None:
     """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them).
 
     Answers carry ``cause`` (the reader sets it from ``action_id``, else from
     the tool call id), so pairing is one pass. ``places`` is each event's
-    ``extra["branch"]`` when the caller has them at hand. The facts of
+    ``extra["branch"]`` when the caller has them at hand; ``pairing`` the
+    pairing the reader made as it read (used when no event is off the
+    active branch). The facts of
     actions and answers are read from their decoded JSON with the reader's
     own functions, so building steps derives no field of a lazily built
     event (ACP tool calls excepted).
@@ -112,7 +125,12 @@ def build_steps(s: Session, places: list[str] | None = None) -> None:
     acp_groups: dict[str, list[int]] = {}
     order: list[int] = []
     batch_size: dict[str, int] = {}
-    for i, ev in enumerate(events):
+    if pairing is not None and not check_branch:
+        order, answer_of, extra, batch_size = pairing
+        for j, target in extra:
+            ev = events[j]
+            s.diag("sdk.extra-answer", f"action already answered by {events[answer_of[target]].id}; this answer is not a step's", INFO, file=ev.ref.path if ev.ref else None, event_id=ev.id)
+    for i, ev in enumerate(events if pairing is None or check_branch else ()):
         if check_branch and places[i] == ABANDONED:  # type: ignore[index]
             continue
         t = ev.type
