@@ -182,10 +182,28 @@ def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | N
         offset = end + 1
 
 
-def dumps_python(obj: Any) -> str:
-    """JSON text exactly as Python's ``json.dumps(obj, ensure_ascii=False)``
-    writes it (default separators ``", "`` and ``": "``)."""
-    return json.dumps(obj, ensure_ascii=False)
+def _make_dumps_python():
+    make = getattr(json.encoder, "c_make_encoder", None)
+    plain = json.JSONEncoder(ensure_ascii=False)
+    if make is None:  # pragma: no cover - no C accelerator
+        return plain.encode
+    # The C encoder json.dumps builds on every call, built once with the same
+    # settings; no cycle markers (decoded JSON holds no cycles).
+    one_shot = make(None, plain.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+    encode_str = json.encoder.encode_basestring
+
+    def dumps_python(obj: Any) -> str:
+        """JSON text exactly as Python's ``json.dumps(obj, ensure_ascii=False)``
+        writes it (default separators ``", "`` and ``": "``), for decoded JSON
+        values (which hold no cycles)."""
+        if isinstance(obj, str):
+            return encode_str(obj)
+        return "".join(one_shot(obj, 0))
+
+    return dumps_python
+
+
+dumps_python = _make_dumps_python()
 
 
 def dumps(obj: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:

@@ -23,27 +23,11 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from .jsonio import dumps_python
 from .model import ReadOptions, Ref, Session, StepCountMismatch
 
-def _make_dumps():
-    """``json.dumps(obj, ensure_ascii=False)``, byte for byte, without building
-    an encoder per call: CPython's C encoder made once with the same settings
-    (no cycle check: decoded JSON has no cycles), else the pure-Python one."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    plain = json.JSONEncoder(ensure_ascii=False)
-    if make is None:  # pragma: no cover - non-CPython
-        return plain.encode
-    one_shot = make(None, plain.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
-
-    def dumps(obj):
-        if isinstance(obj, str):
-            return json.encoder.encode_basestring(obj)
-        return "".join(one_shot(obj, 0))
-
-    return dumps
-
-
-_dumps = _make_dumps()
+#: ``json.dumps(obj, ensure_ascii=False)``, byte for byte (one C encoder, built once).
+_dumps = dumps_python
 
 #: Action names whose rendering is a single argument rather than ``name(args)``.
 #: Maps the action name to the argument that is the rendering.

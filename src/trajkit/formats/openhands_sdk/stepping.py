@@ -11,12 +11,12 @@ over the arguments the model wrote.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from orjson import JSONDecodeError, loads
 
+from ...jsonio import dumps_python
 from ...model import INFO, Session, Step
 from ...steps import blank_safe, render_action
 from .reader import _texts as texts
@@ -40,26 +40,8 @@ _TOOL_OF_ACTION_KIND = {
 _SPAWNING_TOOLS = ("task", "delegate")
 
 
-def _not_json(o: Any) -> Any:
-    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
-
-
-try:
-    from json.encoder import c_make_encoder as _c_make_encoder
-except ImportError:  # no C accelerator
-    _c_make_encoder = None
-
-if _c_make_encoder is not None:
-    # The C encoder json.dumps(args, ensure_ascii=False) builds on every call,
-    # built once. No circular-reference markers: the arguments come from
-    # decoding JSON, so they hold no cycles.
-    _c_encoder = _c_make_encoder(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
-
-    def _encode_args(args: dict) -> str:
-        return "".join(_c_encoder(args, 0))
-
-else:
-    _encode_args = json.JSONEncoder(ensure_ascii=False).encode
+#: ``json.dumps(args, ensure_ascii=False)``, byte for byte, with one encoder built once.
+_encode_args = dumps_python
 
 
 def render_step_action(name: str, args: Any) -> str:
