@@ -123,7 +123,7 @@ def test_agent_server_state_updates_hang_off_the_branch(server):
     assert s.metadata["meta"]["id"] == "aaaaaaaabbbbccccddddeeeeeeeeeeee"
     updates = [e for e in s.events if e.type == "ConversationStateUpdateEvent"]
     assert len(updates) == 6 and all(e.kind == STATE for e in updates)
-    assert all(e.extra["branch"] == "side" and e.extra["on_active_branch"] for e in updates)
+    assert all(e.branch == "side" and e.extra["on_active_branch"] for e in updates)
     assert all(e.id not in s.metadata["active_branch"] for e in updates)
     assert s.metadata["abandoned_event_ids"] == []
     assert any(f.role == "sidecar" and f.path.endswith(".owner_lease.lock") for f in s.files)
@@ -141,6 +141,9 @@ def test_subagent_is_a_child_matched_by_usage_metrics(subagent):
     (m,) = step.extra["child_match"]
     assert m["child_id"] == child.id and m["method"] == "usage-metrics" and "task:task_00000001" in m["detail"]
     assert child.metadata["spawned_by"]["step_id"] == step.step_id
+    link = child.spawned_by
+    assert (link.child_id, link.step_id, link.action_event_id, link.method, link.detail) == (
+        child.id, step.step_id, step.action_event_id, "usage-metrics", m["detail"])
     # security analysis, user reject and pause are read and typed
     types = [e.type for e in s.events]
     assert types.count("SecurityAnalysisEvent") == 3 and "PauseEvent" in types
@@ -169,7 +172,7 @@ def test_child_matched_by_prompt_when_metrics_do_not_say(subagent, tmp_path):
     (dst / "base_state.json").write_bytes(orjson.dumps(state))
     s = read(dst)
     step = next(st for st in s.steps if st.tool_type == "task")
-    assert step.extra["child_match"][0]["method"] == "prompt"
+    assert step.extra["child_match"][0]["method"] == "prompt" and step.children[0].spawned_by.method == "prompt"
     # and by time when neither metrics nor prompt tell
     child_events = dst / "subagents" / "76c59deaabed4b489302acc428482219" / "events"
     p = next(child_events.glob("event-00001-*.json"))
@@ -178,7 +181,7 @@ def test_child_matched_by_prompt_when_metrics_do_not_say(subagent, tmp_path):
     p.write_bytes(orjson.dumps(ev))
     s = read(dst)
     step = next(st for st in s.steps if st.tool_type == "task")
-    assert step.extra["child_match"][0]["method"] == "timestamp"
+    assert step.extra["child_match"][0]["method"] == "timestamp" and step.children[0].spawned_by.method == "timestamp"
 
 
 def test_old_sdk_artifacts(v1):
@@ -234,7 +237,7 @@ def test_legacy_execute_bash_reads_as_terminal():
 
 def test_branches_are_kept_and_marked():
     s = read(FIX / "branched/33333333333333333333333333333333")
-    place = {e.raw["id"][-2:]: e.extra["branch"] for e in s.events}
+    place = {e.raw["id"][-2:]: e.branch for e in s.events}
     assert place == {"20": "active", "21": "active", "22": "abandoned", "23": "abandoned", "24": "side", "25": "active", "26": "active", "27": "abandoned"}
     assert s.metadata["active_branch"][-1].endswith("26")
     assert len(s.metadata["abandoned_event_ids"]) == 3

@@ -212,6 +212,10 @@ class Event:
       totals: a reader whose format stores totals takes differences).
     - ``reasoning``: model reasoning text carried by this event.
     - ``parent_id``: the native parent event when the format stores a tree.
+    - ``branch``: where the event sits in that tree, when the format stores
+      one: ``active`` (on the path to the conversation's leaf), ``side`` (off
+      that path but still part of the conversation, e.g. state updates) or
+      ``abandoned`` (a branch the conversation left); None for a linear log.
     - ``ref``: where it was read from.
     """
 
@@ -232,6 +236,7 @@ class Event:
     parent_id: Any = None
     ref: Ref | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    branch: str | None = None
     _derive: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -268,7 +273,7 @@ class Event:
 
     def to_dict(self, raw: bool = True) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind, "type": self.type}
-        for name in ("source", "role", "timestamp", "text", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id"):
+        for name in ("source", "role", "timestamp", "text", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id", "branch"):
             v = getattr(self, name)
             if v is not None:
                 d[name] = v
@@ -287,7 +292,33 @@ class Event:
 _DERIVED_DEFAULTS: dict[str, Any] = {
     "source": None, "role": None, "timestamp": None, "text": None, "tool_calls": list, "call_id": None,
     "cause": None, "response_id": None, "reasoning": None, "usage": None, "parent_id": None, "extra": dict,
+    "branch": None,
 }
+
+
+#: ``Event.branch`` values (the words the OpenHands SDK reader's tree uses).
+BRANCH_ACTIVE = "active"
+BRANCH_SIDE = "side"
+BRANCH_ABANDONED = "abandoned"
+
+
+@dataclass(slots=True)
+class SpawnLink:
+    """How a sub-agent session was tied to the step that spawned it.
+
+    Set on the child :class:`Session` (``Session.spawned_by``) by the reader
+    that matched it. ``step_id`` and ``action_event_id`` name the parent's
+    step; ``method`` says which rule matched (a stable word the format
+    documents, e.g. ``usage-metrics``, ``prompt``, ``timestamp``) and
+    ``detail`` why, for people. ``child_id`` is the child session's id at
+    the time it was matched.
+    """
+
+    child_id: str | None
+    step_id: int
+    action_event_id: Any
+    method: str
+    detail: str = ""
 
 
 @dataclass(slots=True)
@@ -427,6 +458,9 @@ class Session:
     - ``metadata``: format-level facts (model, harness version, results,
       state), JSON-serializable.
     - ``children``: sub-agent sessions spawned by this one.
+    - ``spawned_by``: on a sub-agent session, the step of the parent that
+      spawned it and how that was worked out (None when it is no sub-agent,
+      or could not be tied to a step).
     - ``files``: every native file looked at and what became of it.
     - ``diagnostics``: everything odd about the input.
     """
@@ -443,6 +477,7 @@ class Session:
     children: list["Session"] = field(default_factory=list)
     files: list[SourceFile] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    spawned_by: SpawnLink | None = None
 
     def diag(self, code: str, message: str, severity: str = WARNING, **where: Any) -> Diagnostic:
         """Record a diagnostic on this session and return it."""

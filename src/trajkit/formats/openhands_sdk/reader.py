@@ -907,7 +907,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
     abandoned = tree.ABANDONED
     root_mark = tree.ROOT_MARK
     for ev, x, place, parent in zip(events, extras, b.place, b.parents):
-        x["branch"] = place
+        ev.branch = place
         x["on_active_branch"] = place != abandoned
         if parent != ev.parent_id and not (parent is None and ev.parent_id == root_mark):
             x["effective_parent_id"] = parent

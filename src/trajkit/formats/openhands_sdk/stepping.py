@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from orjson import JSONDecodeError, loads
 
 from ...jsonio import dumps_python
-from ...model import INFO, Session, Step
+from ...model import INFO, Session, SpawnLink, Step
 from ...steps import blank_safe, render_action
 from .reader import _texts as texts
 from .tree import ABANDONED
@@ -91,7 +91,7 @@ def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | 
 
     Answers carry ``cause`` (the reader sets it from ``action_id``, else from
     the tool call id), so pairing is one pass. ``places`` is each event's
-    ``extra["branch"]`` when the caller has them at hand; ``pairing`` the
+    ``branch`` when the caller has them at hand; ``pairing`` the
     pairing the reader made as it read (used when no event is off the
     active branch). The facts of
     actions and answers are read from their decoded JSON with the reader's
@@ -101,7 +101,7 @@ def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | 
     events = s.events
     check_branch = bool(s.metadata.get("abandoned_event_ids"))
     if check_branch and places is None:
-        places = [ev.extra.get("branch") for ev in events]
+        places = [ev.branch for ev in events]
     action_at: dict[Any, int] = {}
     answer_of: dict[int, int] = {}
     acp_groups: dict[str, list[int]] = {}
@@ -309,6 +309,7 @@ def match_children(s: Session) -> None:
         st, method, detail = match
         st.children.append(child)
         st.extra.setdefault("child_match", []).append({"child_id": child.id, "method": method, "detail": detail})
+        child.spawned_by = SpawnLink(child.id, st.step_id, st.action_event_id, method, detail)
         child.metadata["spawned_by"] = {"step_id": st.step_id, "action_event_id": st.action_event_id, "method": method}
 
 
