@@ -12,6 +12,7 @@ import pytest
 
 from trajkit.formats import rollout_trace as rt
 from trajkit.model import ACTION, ERROR_EVENT, MESSAGE, OBSERVATION, OTHER, SYSTEM, ReadOptions
+from trajkit.rl import calls
 from trajkit.registry import detect, read
 
 FIX = Path(__file__).parent / "fixtures" / "rl"
@@ -86,27 +87,27 @@ def test_corpus_trace_events_and_steps(synthetic):
 
 def test_parse_call_token_ids_never_from_text(synthetic):
     recs = [json.loads(x) for x in Path(synthetic).read_text().splitlines()]
-    c = rt.parse_call(recs[1])
-    assert c.output_ids == [rt.parse_token_id(t) for t in recs[1]["completion_tokens"]]
+    c = calls.parse_call(recs[1])
+    assert c.output_ids == [calls.parse_token_id(t) for t in recs[1]["completion_tokens"]]
     assert c.ids_source == "completion_tokens"
     assert c.logps == [-0.1] * 31
     # a fork appending data after the number still parses; junk does not
-    assert rt.parse_token_id("token_id:151657|v3") == 151657
-    assert rt.parse_token_id("tok_id:1") is None and rt.parse_token_id(" token_id:1") is None
+    assert calls.parse_token_id("token_id:151657|v3") == 151657
+    assert calls.parse_token_id("tok_id:1") is None and calls.parse_token_id(" token_id:1") is None
     # ids only in the logprob entries
     r = dict(recs[1], completion_tokens=[], completion_token_ids=[])
-    c = rt.parse_call(r)
+    c = calls.parse_call(r)
     assert c.ids_source == "logprobs" and len(c.output_ids) == 31
     # completion_token_ids wins when present
     r = dict(recs[1], completion_token_ids=list(range(31)))
-    assert rt.parse_call(r).output_ids == list(range(31))
+    assert calls.parse_call(r).output_ids == list(range(31))
     # ids only in response.choices[0].token_ids (return_token_ids)
     r = json.loads(json.dumps(recs[1]))
     r.update(completion_tokens=[], completion_token_ids=[], logprobs=[])
     r["response"]["choices"][0].pop("logprobs")
     r["response"]["choices"][0]["token_ids"] = [5, 6, 7]
     r["response"]["prompt_token_ids"] = [1, 2]
-    c = rt.parse_call(r)
+    c = calls.parse_call(r)
     assert (c.output_ids, c.ids_source, c.prompt_ids) == ([5, 6, 7], "response.token_ids", [1, 2])
 
 
@@ -281,12 +282,12 @@ def test_logprob_entries_aligned_to_ids_by_token_id():
     rec = _agent_record(1, [{"role": "user", "content": "x"}], "", [], [7, 8, 9, 10])
     rec["completion_token_ids"] = [7, 8, 9, 10]
     rec["logprobs"] = [{"token": "token_id:7", "logprob": -1.0}, {"token": "token_id:10", "logprob": -4.0}]
-    c = rt.parse_call(rec)
+    c = calls.parse_call(rec)
     assert c.output_ids == [7, 8, 9, 10]
     assert c.logps == [-1.0, None, None, -4.0]
     assert c.logps_source == "logprobs (aligned by token id)"
     rec["logprobs"] = [{"token": "token_id:10"}, {"token": "token_id:7"}]  # out of order: not alignable
-    c = rt.parse_call(rec)
+    c = calls.parse_call(rec)
     assert c.logps_source == "per_token_logps"
 
 

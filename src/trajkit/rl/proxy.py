@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 import orjson
 
-from ..formats.rollout_trace import parse_token_id
+from .calls import parse_token_id
 
 TRACE_NAME = "trace.jsonl"
 #: Request headers forwarded upstream (the rest, hop-by-hop ones included, are not).

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..formats.rollout_trace import AGENT, CallInfo, classify, parse_call
 from ..jsonio import dumps_python
 from ..model import ERROR, INFO, WARNING, Diagnostic, Session, TrajkitError, Turn
+from .calls import AGENT, ModelCall, classify, parse_call
 
 #: Tool-call markup a hermes / Qwen style template wraps each call in.
 DEFAULT_TOOL_CALL_MARKERS = ("<tool_call>", "</tool_call>")
@@ -161,7 +161,7 @@ def _reward_of(summary: Any) -> tuple[Any, str | None]:
     return None, None
 
 
-def _calls_of(session: Session) -> list[tuple[CallInfo, Any, Any]]:
+def _calls_of(session: Session) -> list[tuple[ModelCall, Any, Any]]:
     """Every captured call of the session, parsed, with its event id and line."""
     out = []
     for e in session.events:
