@@ -189,7 +189,7 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
             out.write(dumps(s.to_dict()) + b"\n")
         out.flush()
     else:
-        from .render import print_steps_table
+        from .view.terminal import print_steps_table
 
         print_steps_table(session, per_view)
         print_diagnostics(session, "warning")
@@ -214,7 +214,7 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
 @click.option("--width", type=int, default=400, show_default=True, help="Cut long texts to this many characters (0: never).")
 def show_cmd(path, format_name, tz, max_file_bytes, view, width):
     """Print the run at PATH as a readable transcript."""
-    from .render import print_session
+    from .view.terminal import print_session
 
     session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
     print_session(session, width=width)

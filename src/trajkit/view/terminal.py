@@ -1,0 +1,138 @@
+"""The terminal back-end: the presentation tree of :mod:`trajkit.view.transcript`
+drawn through ``rich`` (``trajkit show`` and the ``trajkit steps`` table).
+
+Output degrades to plain text when stdout is not a terminal (no colour codes
+in pipes, a 200-column page instead of rich's 80-column default). Long texts
+are cut to a width here, never in the tree.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from ..model import Session
+from .transcript import StepsTable, Transcript, steps_table, transcript
+
+
+def _console():
+    from rich.console import Console
+
+    # Pipes get a wide page instead of rich's 80-column default.
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+
+
+def _cut(text: str | None, width: int) -> str:
+    if text is None:
+        return ""
+    if width and len(text) > width:
+        return text[: width - 1] + "…"
+    return text
+
+
+def _block(text: str | None, width: int, indent: str) -> str:
+    """``text`` cut to ``width`` characters, every line indented by ``indent``."""
+    return "\n".join(indent + line for line in _cut(text, width).splitlines() or [""])
+
+
+def _one_line(text: str | None, width: int) -> str:
+    return _cut((text or "").replace("\r", "").replace("\n", "⏎ "), width)
+
+
+def _short_id(event_id: Any) -> str:
+    """An event id short enough for a table column (uuids cut to 8 characters)."""
+    text = str(event_id)
+    return text[:8] if len(text) > 12 else text
+
+
+# ---------------------------------------------------------------- steps table
+
+
+def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) -> None:
+    """The steps as a table, with the task, view and step count above it."""
+    from rich.table import Table
+
+    con = console or _console()
+    h = table.header
+    con.print(f"[bold]{h.format}[/bold] {h.source_path}")
+    if h.id:
+        con.print(f"session {h.id}")
+    con.print(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}")
+    if h.task:
+        con.print(f"task ({h.task_source}): {_one_line(h.task, 200)}")
+    if h.views:
+        con.print("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items()))
+    t = Table(show_lines=False, expand=False)
+    t.add_column("#", justify="right")
+    t.add_column("tool")
+    t.add_column("action", overflow="fold", max_width=width)
+    t.add_column("observation", overflow="fold", max_width=width // 2)
+    t.add_column("events")
+    if table.labelled:
+        t.add_column("labels")
+    for s in table.steps:
+        row = [str(s.step_id), s.tool_type, _one_line(s.action, width), _one_line(s.observation, width // 2),
+               f"{_short_id(s.action_event_id)}→{_short_id(s.observation_event_id)}"]
+        if table.labelled:
+            row.append(",".join(s.labels))
+        t.add_row(*row)
+    con.print(t)
+
+
+def print_steps_table(session: Session, per_view: dict[str, Any] | None = None, width: int = 80) -> None:
+    """``session``'s steps table (see :func:`draw_steps_table`); ``per_view``
+    is :func:`trajkit.steps.steps_per_view`'s report, when measured."""
+    draw_steps_table(steps_table(session, per_view), width)
+
+
+# ---------------------------------------------------------------- transcript
+
+
+def draw_transcript(tree: Transcript, width: int = 400, indent: str = "", console: Any = None) -> None:
+    """The transcript: header and task, each event in order with steps
+    marked, then the sub-agents (under the step that spawned them, then the
+    unattached ones), then the diagnostics."""
+    con = console or _console()
+    h = tree.header
+    con.print(f"{indent}[bold]{h.format}[/bold] {h.id or ''}  ({h.source_path})")
+    if h.facts:
+        con.print(indent + "  ".join(f"{k}={v}" for k, v in h.facts))
+    if h.task:
+        con.print(f"{indent}[bold]task[/bold] ({h.task_source}):")
+        con.print(_block(h.task, width, indent + "  "), markup=False)
+    con.print(f"{indent}{h.event_count} events, {h.step_count} steps, {h.diagnostic_count} diagnostics")
+    con.rule()
+    for e in tree.events:
+        step = e.step
+        tag = f"[bold cyan]step {step.step_id}[/bold cyan] " if step else ""
+        head = f"{indent}#{e.id} {e.kind}:{e.type}" + (f" ({e.source})" if e.source else "")
+        if e.off_branch:
+            head += f" [{e.branch} branch]"
+        if step:
+            con.print(f"{head} {tag}")
+            if step.thinking:
+                con.print(_block("thought: " + step.thinking, width, indent + "  "), markup=False)
+            con.print(_block("$ " + step.action, width, indent + "  "), markup=False)
+        else:
+            con.print(head)
+            if e.text:
+                con.print(_block(e.text, width, indent + "  "), markup=False)
+            for c in e.calls:
+                con.print(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})", markup=False)
+    for s in tree.steps:
+        for sub in s.sub_agents:
+            said = f" (matched by {sub.method}: {sub.detail or ''})" if sub.method else ""
+            con.rule(f"sub-agent of step {s.step_id}{said}")
+            draw_transcript(sub.transcript, width, indent + "    ", con)
+    for sub in tree.sub_agents:
+        con.rule("sub-agent")
+        draw_transcript(sub.transcript, width, indent + "    ", con)
+    if tree.diagnostics:
+        con.rule("diagnostics")
+        for d in tree.diagnostics:
+            con.print(indent + d.text, markup=False)
+
+
+def print_session(session: Session, width: int = 400) -> None:
+    """``session`` as a transcript (see :func:`draw_transcript`)."""
+    draw_transcript(transcript(session), width)
