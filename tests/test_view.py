@@ -168,6 +168,10 @@ def test_branch_marks_follow_the_parent_links():
     tree = transcript(read(conv))
     off = {e.id for e in tree.events if e.off_branch}
     assert off == set(parent) - on_path and off
+    out = _draw(tree)
+    for e in tree.events:
+        head = f"#{e.id} {e.kind}:{e.type}" + (f" ({e.source})" if e.source else "")
+        assert (f"{head} [{e.branch} branch]" in out) == e.off_branch
     # an abandoned action is no step
     assert all(e.step is None for e in tree.events if e.branch == "abandoned")
 
@@ -287,3 +291,45 @@ def test_rl_imports_no_format_module():
                 assert "formats" not in mod.split("."), f"{path.name}:{node.lineno} imports {mod}"
             elif isinstance(node, ast.Import):
                 assert not any(a.name.startswith("trajkit.formats") for a in node.names), f"{path.name}:{node.lineno}"
+
+
+# ---------------------------------------------------------------- hostile text on the terminal
+
+HOSTILE = "[/x] fix [red]this[/red] :smile: [bold]"
+
+
+def test_markup_and_emoji_codes_in_a_run_print_as_written(tmp_path, cli):
+    """Texts from the run reach rich as text, never as markup: a closing tag
+    in the task used to crash ``steps`` (MarkupError) and ``[abandoned
+    branch]`` marks were swallowed as unknown styles."""
+    dst = _copy_example(tmp_path)
+    files = sorted((dst / "events").glob("event-*.json"))
+    for p in files:
+        ev = json.loads(p.read_text())
+        if ev["kind"] == "MessageEvent" and ev.get("source") == "user":
+            ev["llm_message"]["content"][0]["text"] = HOSTILE  # the task
+        elif ev["kind"] == "ActionEvent" and ev.get("tool_name") == "terminal":
+            ev["action"]["command"] = "echo " + HOSTILE
+            ev["tool_call"]["arguments"] = json.dumps({"command": "echo " + HOSTILE})
+            ev["thought"] = [{"type": "text", "text": "think " + HOSTILE}]
+        elif ev["kind"] == "ObservationEvent":
+            ev["observation"]["content"] = [{"type": "text", "text": "saw " + HOSTILE}]
+        p.write_text(json.dumps(ev))
+    # an event of a kind nobody knows, named like markup
+    last = json.loads(files[-1].read_text())
+    odd = {"id": "0dd0dd0d-0000-4000-8000-000000000000", "kind": "[bold]Weird[/bold]", "source": "[/src]",
+           "timestamp": last["timestamp"], "parent_id": last["id"]}
+    (dst / "events" / f"event-{len(files):05d}-{odd['id']}.json").write_text(json.dumps(odd))
+
+    steps = cli("steps", dst)
+    assert steps.returncode == 0, steps.stderr
+    assert f"): {HOSTILE}" in steps.stdout  # the task line
+    assert "echo [/x] fix [red]this[/red]" in steps.stdout.replace("\n", "")
+
+    show = cli("show", dst)
+    assert show.returncode == 0, show.stderr
+    out = show.stdout
+    assert "\n  " + HOSTILE + "\n" in out  # the task block
+    assert "$ echo " + HOSTILE in out and "thought: think " + HOSTILE in out
+    assert "saw " + HOSTILE in out
+    assert f"#{odd['id']} other:[bold]Weird[/bold] ([/src])" in out

@@ -4,6 +4,12 @@ drawn through ``rich`` (``trajkit show`` and the ``trajkit steps`` table).
 Output degrades to plain text when stdout is not a terminal (no colour codes
 in pipes, a 200-column page instead of rich's 80-column default). Long texts
 are cut to a width here, never in the tree.
+
+Agent output is hostile: every text that comes from the run (ids, types,
+paths, tasks, actions, observations, diagnostics) reaches rich as a
+``Text`` object, never as console markup, so ``[/x]`` in a task cannot crash
+the table, ``[red]`` cannot restyle it and ``:smile:`` stays as written.
+Only the styles trajkit itself adds are styles.
 """
 
 from __future__ import annotations
@@ -20,6 +26,14 @@ def _console():
 
     # Pipes get a wide page instead of rich's 80-column default.
     return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+
+
+def _text(*parts: Any):
+    """A rich ``Text`` of ``parts``: strings as written, ``(string, style)``
+    pairs styled. Never parsed as markup or emoji codes."""
+    from rich.text import Text
+
+    return Text.assemble(*parts)
 
 
 def _cut(text: str | None, width: int) -> str:
@@ -54,14 +68,14 @@ def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) ->
 
     con = console or _console()
     h = table.header
-    con.print(f"[bold]{h.format}[/bold] {h.source_path}")
+    con.print(_text((h.format, "bold"), f" {h.source_path}"))
     if h.id:
-        con.print(f"session {h.id}")
-    con.print(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}")
+        con.print(_text(f"session {h.id}"))
+    con.print(_text(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}"))
     if h.task:
-        con.print(f"task ({h.task_source}): {_one_line(h.task, 200)}")
+        con.print(_text(f"task ({h.task_source}): {_one_line(h.task, 200)}"))
     if h.views:
-        con.print("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items()))
+        con.print(_text("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items())))
     t = Table(show_lines=False, expand=False)
     t.add_column("#", justify="right")
     t.add_column("tool")
@@ -75,7 +89,7 @@ def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) ->
                f"{_short_id(s.action_event_id)}→{_short_id(s.observation_event_id)}"]
         if table.labelled:
             row.append(",".join(s.labels))
-        t.add_row(*row)
+        t.add_row(*(_text(cell) for cell in row))
     con.print(t)
 
 
@@ -94,43 +108,42 @@ def draw_transcript(tree: Transcript, width: int = 400, indent: str = "", consol
     unattached ones), then the diagnostics."""
     con = console or _console()
     h = tree.header
-    con.print(f"{indent}[bold]{h.format}[/bold] {h.id or ''}  ({h.source_path})")
+    con.print(_text(indent, (h.format, "bold"), f" {h.id or ''}  ({h.source_path})"))
     if h.facts:
-        con.print(indent + "  ".join(f"{k}={v}" for k, v in h.facts))
+        con.print(_text(indent + "  ".join(f"{k}={v}" for k, v in h.facts)))
     if h.task:
-        con.print(f"{indent}[bold]task[/bold] ({h.task_source}):")
-        con.print(_block(h.task, width, indent + "  "), markup=False)
-    con.print(f"{indent}{h.event_count} events, {h.step_count} steps, {h.diagnostic_count} diagnostics")
+        con.print(_text(indent, ("task", "bold"), f" ({h.task_source}):"))
+        con.print(_text(_block(h.task, width, indent + "  ")))
+    con.print(_text(f"{indent}{h.event_count} events, {h.step_count} steps, {h.diagnostic_count} diagnostics"))
     con.rule()
     for e in tree.events:
         step = e.step
-        tag = f"[bold cyan]step {step.step_id}[/bold cyan] " if step else ""
         head = f"{indent}#{e.id} {e.kind}:{e.type}" + (f" ({e.source})" if e.source else "")
         if e.off_branch:
             head += f" [{e.branch} branch]"
         if step:
-            con.print(f"{head} {tag}")
+            con.print(_text(head, " ", (f"step {step.step_id}", "bold cyan"), " "))
             if step.thinking:
-                con.print(_block("thought: " + step.thinking, width, indent + "  "), markup=False)
-            con.print(_block("$ " + step.action, width, indent + "  "), markup=False)
+                con.print(_text(_block("thought: " + step.thinking, width, indent + "  ")))
+            con.print(_text(_block("$ " + step.action, width, indent + "  ")))
         else:
-            con.print(head)
+            con.print(_text(head))
             if e.text:
-                con.print(_block(e.text, width, indent + "  "), markup=False)
+                con.print(_text(_block(e.text, width, indent + "  ")))
             for c in e.calls:
-                con.print(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})", markup=False)
+                con.print(_text(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})"))
     for s in tree.steps:
         for sub in s.sub_agents:
             said = f" (matched by {sub.method}: {sub.detail or ''})" if sub.method else ""
-            con.rule(f"sub-agent of step {s.step_id}{said}")
+            con.rule(_text(f"sub-agent of step {s.step_id}{said}"))
             draw_transcript(sub.transcript, width, indent + "    ", con)
     for sub in tree.sub_agents:
-        con.rule("sub-agent")
+        con.rule(_text("sub-agent"))
         draw_transcript(sub.transcript, width, indent + "    ", con)
     if tree.diagnostics:
-        con.rule("diagnostics")
+        con.rule(_text("diagnostics"))
         for d in tree.diagnostics:
-            con.print(indent + d.text, markup=False)
+            con.print(_text(indent + d.text))
 
 
 def print_session(session: Session, width: int = 400) -> None:
