@@ -8,8 +8,8 @@ The library mirrors the CLI: :func:`read` (``trajkit steps/show``),
 
 __version__ = "0.1.0"
 
+from .diagnostics import Diagnostic  # noqa: E402
 from .model import (  # noqa: E402
-    Diagnostic,
     Event,
     ReadOptions,
     Ref,

@@ -23,7 +23,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from .model import ERROR, INFO, WARNING, Diagnostic
+from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .model import INFO, DetectionError, Diagnostic, ReadOptions, Session
+from .diagnostics import INFO, Diagnostic
+from .model import DetectionError, ReadOptions, Session
 
 #: Built-in formats, as ``module:attribute`` of a :class:`Format`.
 BUILTIN_FORMATS: list[str] = [

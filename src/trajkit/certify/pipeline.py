@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..model import ERROR, DetectionError, ReadOptions, Session, TrajkitError
+from ..diagnostics import ERROR
+from ..model import DetectionError, ReadOptions, Session, TrajkitError
 from . import paths as P
 from .actions import Action, normalize, observations, workspace_roots, Resolver
 from .anticheat import RuleConfig, scan_actions

@@ -21,7 +21,7 @@ def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
     their parent, not listed."""
     from ..formats.openhands_sdk import find_sessions
     from ..formats.openhands_sdk.reader import summarize
-    from ..model import Diagnostic
+    from ..diagnostics import Diagnostic
 
     diags: list[Diagnostic] = []
     roots = find_sessions(root, diags)

@@ -36,7 +36,7 @@ from typing import Any
 import orjson
 import rfc8785
 
-from ..model import ERROR, INFO, WARNING, Diagnostic
+from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
 
 FORMAT = "agentsession/0.11"
 FORMAT_MINOR = 11

@@ -28,18 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import jsonio
+from ..diagnostics import ERROR, INFO, WARNING
 from ..model import (
     ACTION,
     CONDENSATION,
-    ERROR,
     ERROR_EVENT,
-    INFO,
     MESSAGE,
     OBSERVATION,
     OTHER,
     STATE,
     SYSTEM,
-    WARNING,
     Event,
     LineIndex,
     ReadOptions,

@@ -28,18 +28,15 @@ from typing import Any
 
 import orjson
 
+from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ..jsonio import MISSING, iter_jsonl, load_file, loads, read_bytes
 from ..model import (
     ACTION,
-    ERROR,
     ERROR_EVENT,
-    INFO,
     MESSAGE,
     OBSERVATION,
     OTHER,
     SYSTEM,
-    WARNING,
-    Diagnostic,
     Event,
     ReadOptions,
     Ref,

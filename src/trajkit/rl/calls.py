@@ -20,8 +20,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..diagnostics import ERROR, WARNING
 from ..jsonio import MISSING, loads
-from ..model import ERROR, WARNING, ToolCall
+from ..model import ToolCall
 
 #: ``token_id:<n>`` as vLLM writes it with ``--return-tokens-as-token-ids``.
 #: A strict prefix match: at least one fork appends more data after the number

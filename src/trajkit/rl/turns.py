@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ..jsonio import dumps_python
-from ..model import ERROR, INFO, WARNING, Diagnostic, Session, TrajkitError, Turn
+from ..model import Session, TrajkitError, Turn
 from .calls import AGENT, ModelCall, classify, parse_call
 
 #: Tool-call markup a hermes / Qwen style template wraps each call in.

@@ -39,7 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import BRANCH_ACTIVE, Diagnostic, Event, Session, SpawnLink, Step
+from ..diagnostics import Diagnostic
+from ..model import BRANCH_ACTIVE, Event, Session, SpawnLink, Step
 
 #: ``Session.metadata`` keys shown as facts in the header, in this order
 #: (only those a reader set to something other than empty).

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import orjson
 
-from ...model import ERROR, WARNING, Diagnostic
+from ...diagnostics import ERROR, WARNING, Diagnostic
 
 #: The SDK's reader regex since 1.30 (5 or more index digits; the id part as
 #: the SDK accepts it). A name that does not match is skipped with a warning.

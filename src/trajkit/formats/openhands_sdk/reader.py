@@ -20,19 +20,16 @@ from typing import Any
 import orjson
 
 from ... import jsonio
+from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...model import (
     ACTION,
     CONDENSATION,
-    ERROR,
     ERROR_EVENT,
-    INFO,
     MESSAGE,
     OBSERVATION,
     OTHER,
     STATE,
     SYSTEM,
-    WARNING,
-    Diagnostic,
     Event,
     ReadOptions,
     Ref,

@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 
 from orjson import JSONDecodeError, loads
 
+from ...diagnostics import INFO
 from ...jsonio import dumps_python
-from ...model import INFO, Session, SpawnLink, Step
+from ...model import Session, SpawnLink, Step
 from ...steps import blank_safe, render_action
 from .reader import _texts as texts
 from .tree import ABANDONED

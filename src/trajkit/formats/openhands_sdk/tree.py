@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...model import INFO, WARNING, Diagnostic
+from ...diagnostics import INFO, WARNING, Diagnostic
 
 ROOT_MARK = "__root__"
 #: Stamped with a parent but never advance HEAD (never the leaf).
