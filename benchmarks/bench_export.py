@@ -33,7 +33,8 @@ sys.path.insert(0, str(REPO / "src"))
 SHARED = Path(os.environ.get("TRAJKIT_SHARED", REPO.parent / "shared"))
 CORPUS = SHARED / "corpus"
 
-from trajkit.export import asf, atif, to_asf  # noqa: E402
+from trajkit.export import to_asf, to_atif  # noqa: E402
+from trajkit.spec import asf  # noqa: E402
 from trajkit.jsonio import dumps  # noqa: E402
 from trajkit.registry import read  # noqa: E402
 
@@ -96,7 +97,7 @@ def to_asf_bytes(src: Path) -> list[bytes]:
 def to_atif_bytes(src: Path) -> list[bytes]:
     x = to_asf.session_to_asf(read(src))
     by_id = {f.header["id"]: f for f in x.files}
-    return [dumps(doc, indent=True) for _, doc in atif.project_session(x.root, by_id.get)]
+    return [dumps(doc, indent=True) for _, doc in to_atif.project_session(x.root, by_id.get)]
 
 
 def verify_all(blobs: list[bytes]) -> None:

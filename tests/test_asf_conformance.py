@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from trajkit.export import asf
+from trajkit.spec import asf
 
 from conftest import CORPUS, run_cli
 
@@ -290,7 +290,7 @@ _OLD_TOTAL_STEPS = {"basic", "runs"}
 def test_atif_projection_matches_the_expected_exports(corpus, path):
     import atif as atif_pkg
 
-    from trajkit.export import atif
+    from trajkit.export import to_atif
 
     name = path.name.split(".")[0]
     expected = json.loads(path.read_text())
@@ -298,7 +298,7 @@ def test_atif_projection_matches_the_expected_exports(corpus, path):
     leaf = expected["trajectory_id"]
     if leaf not in f.by_id:
         leaf = f.legacy_index()[leaf].id
-    doc = atif.project(f, leaf)
+    doc = to_atif.project(f, leaf)
     atif_pkg.Trajectory.model_validate(doc)
     assert doc["session_id"] == expected["session_id"]
     assert doc["agent"].get("model_name") == expected["agent"].get("model_name")
@@ -323,10 +323,10 @@ def test_atif_projection_matches_the_expected_exports(corpus, path):
 def test_every_positive_fixture_projects_to_valid_atif(corpus, name):
     import atif as atif_pkg
 
-    from trajkit.export import atif
+    from trajkit.export import to_atif
 
     f = asf.read_asf(SESSIONS / f"{name}.jsonl")
-    for _, doc in atif.project_session(f):
+    for _, doc in to_atif.project_session(f):
         atif_pkg.Trajectory.model_validate(doc)
 
 

@@ -127,7 +127,7 @@ def test_criteria_spec_gap(cli, tmp_path, green):
 
 
 def test_asf_outcome_entry(cli, tmp_path, corpus, green):
-    from trajkit.export import asf as A
+    from trajkit.spec import asf as A
 
     sess = tmp_path / "s.jsonl"
     shutil.copy(corpus / "asf" / "agentsession" / "testdata" / "sessions" / "basic.jsonl", sess)

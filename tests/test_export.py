@@ -12,7 +12,8 @@ from pathlib import Path
 import atif as atif_pkg
 import pytest
 
-from trajkit.export import asf, atif, to_asf
+from trajkit.export import to_asf, to_atif
+from trajkit.spec import asf
 from trajkit.export.convert import convert
 from trajkit.registry import detect, read
 
@@ -103,7 +104,7 @@ def _steps_by_call(doc):
 def test_parallel_calls_all_kept_with_their_observations(corpus, tmp_path):
     session = read(CONDENSATION)
     export = to_asf.session_to_asf(session)
-    doc = atif.project_session(export.root)[0][1]
+    doc = to_atif.project_session(export.root)[0][1]
     batch = [st for st in doc["steps"] if st["source"] == "agent" and len(st.get("tool_calls") or []) == 2]
     assert len(batch) == 1
     st = batch[0]
@@ -131,7 +132,7 @@ def test_condensation_is_a_compaction_and_a_copied_context_step(corpus):
     assert c["usage"]["input_tokens"] > 0 and c["trajkit:response_id"] == "chatcmpl-stub-0005"
     resp = [e.raw for e in f.entries if e.type == "response"]
     assert all(isinstance(r["latency_ms"], int) for r in resp)
-    doc = atif.project_session(f)[0][1]
+    doc = to_atif.project_session(f)[0][1]
     copied = [st for st in doc["steps"] if st.get("is_copied_context")]
     assert len(copied) == 1
     assert copied[0]["source"] == "system"
@@ -381,7 +382,7 @@ def test_token_ids_and_logprobs_reach_atif_metrics():
               text="a.txt", call_id="c1", cause=2),
     ]
     export = to_asf.session_to_asf(s, request_hashes=False)
-    doc = atif.project_session(export.root)[0][1]
+    doc = to_atif.project_session(export.root)[0][1]
     atif_pkg.Trajectory.model_validate(doc)
     agent = [st for st in doc["steps"] if st["source"] == "agent"][0]
     m = agent["metrics"]

@@ -174,12 +174,12 @@ def _ts(now: datetime | None = None) -> str:
 def append_outcome(asf_path: str | os.PathLike, cert: Certificate, now: datetime | None = None) -> dict[str, Any]:
     """Append ``cert`` to an ASF session file as an ``outcome`` entry at its live leaf.
 
-    The entry is built and hashed with :mod:`trajkit.export.asf`
+    The entry is built and hashed with :mod:`trajkit.spec.asf`
     (``make_entry``: content-addressed id, canonical member order) and
     written as one canonical JSON line. Refuses (ValueError) a file that is
     not an ASF session or whose final line is cut off. Returns the entry.
     """
-    from ..export import asf as A
+    from ..spec import asf as A
 
     p = Path(asf_path)
     f = A.read_asf(p)

@@ -21,7 +21,7 @@ def verify_cmd(files: tuple[str, ...], as_json: bool, no_request_hashes: bool, c
     compaction references, instruction parts, promised records, run sources,
     and a cut-off final line. Exit 0 when every file conforms, 1 when one does
     not, 2 when a file cannot be read."""
-    from ..export import asf
+    from ..spec import asf
 
     worst = EXIT_OK
     docs = []

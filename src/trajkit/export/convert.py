@@ -9,7 +9,8 @@ from typing import Any
 
 from ..jsonio import dumps
 from ..model import Session
-from . import asf, atif, loss
+from ..spec import asf
+from . import loss, to_atif
 from .to_asf import AsfExport, Redactor, session_to_asf
 
 
@@ -95,7 +96,7 @@ def convert(
                 res.problems.append(f"{p.name}: reading back and writing again is not byte-identical")
     else:
         by_id = {f.header["id"]: f for f in export.files}
-        for name, doc in atif.project_session(export.root, by_id.get, passthrough=passthrough):
+        for name, doc in to_atif.project_session(export.root, by_id.get, passthrough=passthrough):
             p = out_dir / name
             _write(p, dumps(doc, indent=True) + b"\n")
             res.outputs.append(p)

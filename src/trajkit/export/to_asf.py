@@ -48,7 +48,8 @@ from ..model import (
     Event,
     Session,
 )
-from . import asf
+from ..spec import asf
+from ..spec.asf.codec import _classify
 
 NS = "trajkit"
 NATIVE = "trajkit:native"
@@ -255,7 +256,7 @@ class _Builder:
         if rec:
             self.normalised += len(rec)
             body["normalised"] = rec
-            safe = asf._classify(body) == 0
+            safe = _classify(body) == 0
         entry = asf.make_entry(type_, self.leaf, self.ts, body, safe=safe)
         line = asf.canonical(entry, safe)
         self.walker.feed(self.file.append(entry, text=line, safe=safe))

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import asf
+from ..spec import asf
+from ..spec.asf.context import _apply_checkpoint, _apply_config
 
 SCHEMA_VERSION = "ATIF-v1.8"
 NATIVE = "trajkit:native"
@@ -160,7 +161,7 @@ class _Projection:
             o = e.obj
             t = o.get("type")
             if t == "config":
-                asf._apply_config(self.settings, e, [])
+                _apply_config(self.settings, e, [])
                 if self.first_settings is None:
                     self.first_settings = self.settings.to_dict()
                     self.agent_entry = e
@@ -175,7 +176,7 @@ class _Projection:
                 continue
             if t == "compaction":
                 self._close_agent()
-                asf._apply_checkpoint(self.settings, o.get("config"))
+                _apply_checkpoint(self.settings, o.get("config"))
                 summary = _text_of((o.get("summary") or {}).get("content")) if isinstance(o.get("summary"), dict) else ""
                 extra = {
                     "context_management": {"type": "compaction", "boundary": "replace"},
