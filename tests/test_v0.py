@@ -459,7 +459,7 @@ def test_ctb_row_checks_count_and_attaches_labels(tmp_path, fmt):
 
 
 def test_manifest_row_with_json_text_stages(tmp_path):
-    from trajkit.steps import apply_ctb_labels
+    from trajkit.bench.ctb import apply_ctb_labels
 
     s = trajkit.read(TRIALS / "game-2048-session.1-of-1.all-views")
     row = _row_for(TRIALS / "game-2048-session.1-of-1.all-views", 4)
@@ -471,8 +471,7 @@ def test_manifest_row_with_json_text_stages(tmp_path):
 
 
 def test_real_manifest_rows_load_and_label_out_of_range():
-    from trajkit.ctb import load_manifest_rows
-    from trajkit.steps import apply_ctb_labels
+    from trajkit.bench.ctb import apply_ctb_labels, load_manifest_rows
 
     rows = load_manifest_rows(ROWS / "smoke-labels-openhands.json")
     assert len(rows) == 6 and all(isinstance(r["step_count"], int) for r in rows)

@@ -165,13 +165,13 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
         per_view = steps_mod.steps_per_view(session.source_path, session.format, ReadOptions(max_file_bytes=max_file_bytes))
     row = None
     if ctb_row:
-        from .ctb import load_manifest_row
+        from .bench.ctb import apply_ctb_labels, load_manifest_row
 
         try:
             row = load_manifest_row(ctb_row, ctb_id, session=session)
         except TrajkitError as e:
             fail(str(e))
-        steps_mod.apply_ctb_labels(session, row)
+        apply_ctb_labels(session, row)
     if as_json:
         doc = session.to_dict()
         if per_view is not None:
@@ -232,7 +232,7 @@ def show_cmd(path, format_name, tz, max_file_bytes, view, width):
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, as_json):
     """Write CodeTracer-compatible steps.json and task.md for the run at PATH."""
-    from .steps import write_normalized
+    from .export.codetracer import write_normalized
 
     session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
     written = write_normalized(session, Path(out_dir))

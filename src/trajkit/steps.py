@@ -14,17 +14,17 @@ text is byte-identical to the CodeTraceBench-normalized corpus:
   (``""``, ``"\\n"``), so no step has a blank action.
 
 Readers build :class:`~trajkit.model.Step` lists with these functions; the
-CLI's ``steps``/``normalize`` verbs and the gate use the rest.
+CLI's ``steps`` verb and the gate use the rest (CodeTraceBench labels live in
+:mod:`trajkit.bench.ctb`, the CodeTracer writer in :mod:`trajkit.export.codetracer`).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterable
 
 from .jsonio import dumps_python
-from .model import ReadOptions, Ref, Session, StepCountMismatch
+from .model import ReadOptions, Session, StepCountMismatch
 
 #: ``json.dumps(obj, ensure_ascii=False)``, byte for byte (one C encoder, built once).
 _dumps = dumps_python
@@ -116,94 +116,3 @@ def steps_per_view(root: str, format_name: str, options: ReadOptions | None = No
             "actions_without_observation": s.metadata.get("actions_without_observation", []),
         }
     return out
-
-
-def apply_ctb_labels(session: Session, row: dict[str, Any]) -> None:
-    """Attach a CodeTraceBench manifest row's ``incorrect``/``unuseful``
-    labels to the session's steps (by step id)."""
-    labels: dict[int, list[str]] = {}
-    stages = row.get("incorrect_stages") or []
-    if isinstance(stages, str):  # a flattened table may keep nested columns as JSON text
-        try:
-            stages = json.loads(stages)
-        except ValueError:
-            session.diag("ctb.bad-row", "incorrect_stages is text that is not JSON; no labels attached")
-            stages = []
-    for stage in stages if isinstance(stages, list) else []:
-        if not isinstance(stage, dict):
-            continue
-        for key, label in (("incorrect_step_ids", "incorrect"), ("unuseful_step_ids", "unuseful")):
-            for sid in stage.get(key) or []:
-                if isinstance(sid, int):
-                    labels.setdefault(sid, [])
-                    if label not in labels[sid]:
-                        labels[sid].append(label)
-        for st in stage.get("steps") or []:
-            if isinstance(st, dict) and isinstance(st.get("step_id"), int):
-                for lab in st.get("labels") or []:
-                    if isinstance(lab, str):
-                        labels.setdefault(st["step_id"], [])
-                        if lab not in labels[st["step_id"]]:
-                            labels[st["step_id"]].append(lab)
-    by_id = {s.step_id: s for s in session.steps}
-    for sid, labs in sorted(labels.items()):
-        step = by_id.get(sid)
-        if step is None:
-            session.diag(
-                "ctb.label-out-of-range",
-                f"manifest labels step {sid} ({', '.join(labs)}) but the run has {len(session.steps)} steps",
-            )
-            continue
-        for lab in labs:
-            if lab not in step.labels:
-                step.labels.append(lab)
-    session.metadata["ctb"] = {
-        k: row.get(k) for k in ("traj_id", "agent", "model", "task_name", "solved", "step_count", "stage_count") if k in row
-    }
-    if row.get("stages") is not None:
-        session.metadata["ctb"]["stages"] = row.get("stages")
-
-
-def _ref_dict(ref: Ref | None, content: Any) -> dict[str, Any] | None:
-    if ref is None:
-        return None
-    return {"path": ref.path, "line_start": ref.line_start, "line_end": ref.line_end, "content": content}
-
-
-def write_normalized(session: Session, out_dir: Path) -> list[Path]:
-    """Write CodeTracer-compatible ``steps.json`` and ``task.md`` (plus
-    ``stage_ranges.json`` when a manifest row gave stages) into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    events = {e.id: e for e in session.events}
-    rows = []
-    for s in session.steps:
-        a = events.get(s.action_event_id)
-        o = events.get(s.observation_event_id)
-        d: dict[str, Any] = {
-            "step_id": s.step_id,
-            "action": s.action,
-            "observation": s.observation,
-            "action_ref": _ref_dict(s.action_ref, json.dumps(a.raw, ensure_ascii=False) if a else None),
-            "observation_ref": _ref_dict(s.observation_ref, json.dumps(o.raw, ensure_ascii=False) if o else None),
-        }
-        if s.thinking is not None:
-            d["thinking"] = s.thinking
-        if s.parallel_group is not None:
-            d["parallel_group"] = s.parallel_group
-        d["tool_type"] = s.tool_type
-        if s.labels:
-            d["labels"] = s.labels
-        rows.append(d)
-    written = []
-    p = out_dir / "steps.json"
-    p.write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    written.append(p)
-    p = out_dir / "task.md"
-    p.write_text((session.task or "") + ("\n" if session.task and not session.task.endswith("\n") else ""), encoding="utf-8")
-    written.append(p)
-    stages = (session.metadata.get("ctb") or {}).get("stages")
-    if stages:
-        p = out_dir / "stage_ranges.json"
-        p.write_text(json.dumps(stages, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        written.append(p)
-    return written

@@ -1,4 +1,5 @@
-"""CodeTraceBench manifest rows: load one row for a trial and check it.
+"""CodeTraceBench: manifest rows (load one row for a trial and check it) and
+the labels a row attaches to a session's steps.
 
 A manifest is JSON (a row object or a list of rows), JSON Lines, or Parquet
 (``bench_manifest.*.parquet``; needs the ``tables`` extra). A row carries
@@ -8,11 +9,12 @@ A manifest is JSON (a row object or a list of rows), JSON Lines, or Parquet
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from . import jsonio
-from .model import Session, TrajkitError
+from .. import jsonio
+from ..model import Session, TrajkitError
 
 
 def load_manifest_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -80,3 +82,49 @@ def _checked(row: dict[str, Any], path: Any) -> dict[str, Any]:
     if not isinstance(sc, int) or isinstance(sc, bool) or sc < 0:
         raise TrajkitError(f"{path}: row {row.get('traj_id')!r} has no valid step_count ({sc!r})")
     return row
+
+
+def apply_ctb_labels(session: Session, row: dict[str, Any]) -> None:
+    """Attach a CodeTraceBench manifest row's ``incorrect``/``unuseful``
+    labels to the session's steps (by step id)."""
+    labels: dict[int, list[str]] = {}
+    stages = row.get("incorrect_stages") or []
+    if isinstance(stages, str):  # a flattened table may keep nested columns as JSON text
+        try:
+            stages = json.loads(stages)
+        except ValueError:
+            session.diag("ctb.bad-row", "incorrect_stages is text that is not JSON; no labels attached")
+            stages = []
+    for stage in stages if isinstance(stages, list) else []:
+        if not isinstance(stage, dict):
+            continue
+        for key, label in (("incorrect_step_ids", "incorrect"), ("unuseful_step_ids", "unuseful")):
+            for sid in stage.get(key) or []:
+                if isinstance(sid, int):
+                    labels.setdefault(sid, [])
+                    if label not in labels[sid]:
+                        labels[sid].append(label)
+        for st in stage.get("steps") or []:
+            if isinstance(st, dict) and isinstance(st.get("step_id"), int):
+                for lab in st.get("labels") or []:
+                    if isinstance(lab, str):
+                        labels.setdefault(st["step_id"], [])
+                        if lab not in labels[st["step_id"]]:
+                            labels[st["step_id"]].append(lab)
+    by_id = {s.step_id: s for s in session.steps}
+    for sid, labs in sorted(labels.items()):
+        step = by_id.get(sid)
+        if step is None:
+            session.diag(
+                "ctb.label-out-of-range",
+                f"manifest labels step {sid} ({', '.join(labs)}) but the run has {len(session.steps)} steps",
+            )
+            continue
+        for lab in labs:
+            if lab not in step.labels:
+                step.labels.append(lab)
+    session.metadata["ctb"] = {
+        k: row.get(k) for k in ("traj_id", "agent", "model", "task_name", "solved", "step_count", "stage_count") if k in row
+    }
+    if row.get("stages") is not None:
+        session.metadata["ctb"]["stages"] = row.get("stages")

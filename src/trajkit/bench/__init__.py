@@ -1,0 +1,2 @@
+"""Benchmark-specific knowledge: manifests and labels of the benchmarks whose
+step conventions trajkit reproduces (:mod:`trajkit.bench.ctb`: CodeTraceBench)."""
