@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, EXIT_OK, echo_json, fail
+from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, EXIT_OK, echo_json, fail, load_session
 
 
 @click.command("verify")
@@ -95,7 +95,6 @@ def convert_cmd(src, target, out_dir, report_path, secrets, redact_home, no_pass
     is installed. Exit 0 done, 1 written but a check failed or an event went
     unaccounted, 2 nothing readable at SRC.
     """
-    from ..cli import load_session
     from ..export.convert import convert, convert_many, find_runs
     from ..model import ReadOptions
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..cli import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, echo_json, fail, size_option
+from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, load_session, size_option
+from ._common import progress as progress_bar
 
 
 @click.command("turns")
@@ -35,7 +36,6 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
     the trace captured prompt ids. Several rollouts (a GRPO group) go into one
     --out / --trl, in the order given.
     """
-    from ..cli import load_session
     from ..jsonio import dumps
     from ..model import TrajkitError
 
@@ -118,19 +118,14 @@ class _Progress:
     """A transient progress bar on stderr (only when stderr is a terminal)."""
 
     def __init__(self, rollouts: int) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True)
+        self.console = console(stderr=True)
         self.enabled = self.console.is_terminal
         self.rollouts = rollouts
         self._p = None
 
     def __enter__(self):
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-            self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               console=self.console, transient=True)
+            self._p = progress_bar("{task.description}", self.console)
             self._p.__enter__()
         return self
 
@@ -150,10 +145,9 @@ class _Progress:
 
 
 def _print_turns(result) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    out = console()
     table = Table(title=f"turns of {result.rollout}")
     for col in ("#", "turn", "prompt", "output", "logprobs", "trained", "prompt ids", "finish", "tool calls"):
         table.add_column(col)
@@ -169,14 +163,14 @@ def _print_turns(result) -> None:
             str(t.finish_reason),
             ", ".join(c.name for c in t.tool_calls),
         )
-    console.print(table)
+    out.print(table)
     s = result.summary
-    console.print(
+    out.print(
         f"calls {s['raw_turns']}  kept {s['kept_turns']}  trained {s['trained_turns']}  dropped {s['dropped_turns']}  "
         f"reward {s['reward']}  tool calls {s['tool_calls_by_tool']}"
     )
     for d in result.dropped:
-        console.print(f"dropped turn {d['turn']}: {d['reason']}")
+        out.print(f"dropped turn {d['turn']}: {d['reason']}")
 
 
 @click.command("proxy")

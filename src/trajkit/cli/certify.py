@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import EXIT_CHECK_FAILED, EXIT_OK, echo_json, fail, format_option, size_option
+from ._common import EXIT_CHECK_FAILED, EXIT_OK, console, echo_json, fail, format_option, progress, size_option
 
 _STATE_STYLE = {
     "Succeeded": "bold green",
@@ -27,10 +27,9 @@ def _split_globs(values) -> tuple[str, ...]:
 
 
 def _print_certificate(cert) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    con = Console(highlight=False, soft_wrap=True)
+    con = console(highlight=False, soft_wrap=True)
     con.print(f"[{_STATE_STYLE.get(cert.state, 'bold')}]{cert.state}[/]  {cert.reason}", markup=True)
     run = cert.run or {}
     con.print(f"run      {run.get('path')}  ({run.get('format')}, {run.get('events', '?')} events, {run.get('steps', '?')} steps)", markup=False)
@@ -183,20 +182,16 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     claimed success but are not certified Succeeded, over runs that claimed
     success.
     """
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from ..certify import CertifyOptions
     from ..certify.fcr import certify_many, expand, report
 
-    err = Console(stderr=True)
+    err = console(stderr=True)
     items = expand(paths, on_problem=lambda m: err.print(f"trajkit: {m}", markup=False))
     if not items:
         fail("no runs or certificates found")
     opts = CertifyOptions(workspace=workspace, protect=_split_globs(protect), format=format_name, max_file_bytes=max_file_bytes,
                           history_forbidden=history == "forbidden")
-    with Progress(TextColumn("certifying"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err, transient=True,
-                  disable=not err.is_terminal) as prog:
+    with progress("certifying", err, elapsed=True, disable=not err.is_terminal) as prog:
         task = prog.add_task("certify", total=len(items))
         results = certify_many(items, opts, jobs=max(1, jobs), progress=lambda d, t: prog.update(task, completed=d))
     if out_dir:
@@ -213,7 +208,7 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
         sys.exit(EXIT_OK)
     from rich.table import Table
 
-    con = Console(highlight=False)
+    con = console(highlight=False)
     t = Table(title="certified runs", show_header=True, header_style="bold")
     t.add_column("run", overflow="fold")
     t.add_column("state")

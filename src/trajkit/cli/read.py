@@ -1,0 +1,297 @@
+"""The reading verbs: ``detect`` (which format a path holds), ``steps`` (the
+steps at benchmark granularity), ``show`` (a readable transcript),
+``normalize`` (CodeTracer ``steps.json``/``task.md``), ``ls`` (the OpenHands
+SDK conversations under a directory) and ``context`` (what the model saw on
+each call of an SDK conversation)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..model import ReadOptions, TrajkitError
+from ._common import (
+    EXIT_CANNOT_RUN,
+    EXIT_CHECK_FAILED,
+    console,
+    echo_json,
+    fail,
+    format_option,
+    load_session,
+    print_diagnostics,
+    progress as _progress,
+    size_option,
+    tz_option,
+)
+
+
+# ---------------------------------------------------------------- detect
+
+@click.command("detect")
+@click.argument("path", type=click.Path(exists=False))
+@click.option("--why", is_flag=True, help="Show every format and fingerprint considered.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def detect_cmd(path: str, why: bool, as_json: bool) -> None:
+    """Say which format PATH holds (a run, or any path inside one)."""
+    from ..registry import detect
+
+    det = detect(path, exhaustive=why)
+    if as_json:
+        echo_json(det.to_dict())
+    else:
+        if det.format is None:
+            click.echo(f"{path}: no known format")
+        else:
+            amb = "  (AMBIGUOUS)" if det.ambiguous else ""
+            click.echo(f"{det.format.name}\t{det.match.root}\tfingerprint {det.match.fingerprint!r}{amb}")
+        if why:
+            for c in det.considered:
+                extra = f" -> {c.root} ({c.strength}; {c.reason})" if c.outcome == "match" else (f" ({c.reason})" if c.reason else "")
+                click.echo(f"  considered {c.format} [priority {c.priority}] at {c.path}: fingerprint {c.fingerprint!r} {c.outcome}{extra}")
+    if det.format is None:
+        sys.exit(EXIT_CANNOT_RUN)
+    if det.ambiguous:
+        sys.exit(EXIT_CHECK_FAILED)
+
+
+# ---------------------------------------------------------------- steps
+
+@click.command("steps")
+@click.argument("path", type=click.Path(exists=True))
+@format_option
+@tz_option
+@size_option
+@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON document: task, view, steps, diagnostics.")
+@click.option("--jsonl", "as_jsonl", is_flag=True, help="A header line, then one line per step.")
+@click.option("--expect-steps", type=int, default=None, help="Exit 1 unless the run has exactly N steps.")
+@click.option("--ctb-row", type=click.Path(exists=True), default=None, help="A CodeTraceBench manifest row (JSON, JSONL or Parquet): check step_count and attach labels.")
+@click.option("--ctb-id", default=None, help="With a multi-row manifest: the traj_id / trial_name to use.")
+@click.option("--all-views", is_flag=True, help="Report the step count under every view present.")
+def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, expect_steps, ctb_row, ctb_id, all_views):
+    """List the steps of the run at PATH, counted as the benchmark counts them."""
+    from .. import steps as steps_mod
+
+    session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
+    per_view = None
+    if all_views:
+        per_view = steps_mod.steps_per_view(session.source_path, session.format, ReadOptions(max_file_bytes=max_file_bytes))
+    row = None
+    if ctb_row:
+        from ..bench.ctb import apply_ctb_labels, load_manifest_row
+
+        try:
+            row = load_manifest_row(ctb_row, ctb_id, session=session)
+        except TrajkitError as e:
+            fail(str(e))
+        apply_ctb_labels(session, row)
+    if as_json:
+        doc = session.to_dict()
+        if per_view is not None:
+            doc["views"] = per_view
+        echo_json(doc)
+    elif as_jsonl:
+        from ..jsonio import dumps
+
+        head = {k: v for k, v in session.to_dict().items() if k != "steps"}
+        if per_view is not None:
+            head["views"] = per_view
+        out = sys.stdout.buffer
+        out.write(dumps(head) + b"\n")
+        for s in session.steps:
+            out.write(dumps(s.to_dict()) + b"\n")
+        out.flush()
+    else:
+        from ..view.terminal import print_steps_table
+
+        print_steps_table(session, per_view)
+        print_diagnostics(session, "warning")
+    expected = expect_steps
+    if row is not None and expected is None:
+        expected = row.get("step_count")
+    if expected is not None:
+        try:
+            steps_mod.check_step_count(session, int(expected))
+        except TrajkitError as e:
+            fail(str(e), EXIT_CHECK_FAILED)
+
+
+# ---------------------------------------------------------------- show
+
+@click.command("show")
+@click.argument("path", type=click.Path(exists=True))
+@format_option
+@tz_option
+@size_option
+@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@click.option("--width", type=int, default=400, show_default=True, help="Cut long texts to this many characters (0: never).")
+def show_cmd(path, format_name, tz, max_file_bytes, view, width):
+    """Print the run at PATH as a readable transcript."""
+    from ..view.terminal import print_session
+
+    session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
+    print_session(session, width=width)
+
+
+# ---------------------------------------------------------------- normalize
+
+@click.command("normalize")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write steps.json and task.md into.")
+@format_option
+@tz_option
+@size_option
+@click.option("--view", default=None)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, as_json):
+    """Write CodeTracer-compatible steps.json and task.md for the run at PATH."""
+    from ..export.codetracer import write_normalized
+
+    session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
+    written = write_normalized(session, Path(out_dir))
+    if as_json:
+        echo_json({"written": [str(p) for p in written], "step_count": len(session.steps), "view": session.view})
+    else:
+        for p in written:
+            click.echo(str(p))
+
+
+# ---------------------------------------------------------------- ls, context (OpenHands SDK)
+
+@click.command("ls")
+@click.argument("root", type=click.Path(exists=False))
+@click.option("--json", "as_json", is_flag=True, help="A JSON array, one object per conversation.")
+@size_option
+def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
+    """List the OpenHands SDK conversations under ROOT: a directory of
+    conversations (~/.openhands/conversations), a directory above several,
+    one conversation, or a file inside one. Sub-agents are counted with
+    their parent, not listed."""
+    from ..diagnostics import Diagnostic
+    from ..formats.openhands_sdk import find_sessions
+    from ..formats.openhands_sdk.reader import summarize
+
+    diags: list[Diagnostic] = []
+    roots = find_sessions(root, diags)
+    if any(d.code == "sdk.root-missing" for d in diags):
+        fail(f"{root}: no such file or directory")
+    rows = []
+    progress = None
+    if len(roots) > 50 and sys.stderr.isatty():
+        progress = _progress(None, console(stderr=True))
+        progress.start()
+        task = progress.add_task("reading conversations", total=len(roots))
+    try:
+        for r in roots:
+            rows.append(summarize(r, max_file_bytes))
+            if progress is not None:
+                progress.advance(task)
+    finally:
+        if progress is not None:
+            progress.stop()
+    for d in diags:
+        click.echo(str(d), err=True)
+    if as_json:
+        echo_json(rows)
+        return
+    if not rows:
+        click.echo(f"no OpenHands SDK conversations under {root}", err=True)
+        return
+    from rich.table import Table
+
+    con = console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    t = Table(expand=False)
+    for col, kw in (("id", {}), ("title", {"max_width": 40, "overflow": "ellipsis"}), ("status", {}), ("events", {"justify": "right"}),
+                    ("model", {}), ("cost", {"justify": "right"}), ("updated", {}), ("sub", {"justify": "right"})):
+        t.add_column(col, **kw)
+    for r in rows:
+        t.add_row(
+            str(r["id"]),
+            r["title"] or "",
+            r["execution_status"] or "?",
+            str(r["events"]),
+            r["model"] or "",
+            "" if r["cost"] is None else f"{r['cost']:.4f}",
+            r["updated"] or "",
+            str(r["subagents"]) if r["subagents"] else "",
+        )
+    con.print(t)
+    for r in rows:
+        for d in r["diagnostics"]:
+            click.echo(f"{d['severity']}[{d['code']}] {d.get('file', '')}: {d['message']}", err=True)
+
+
+@click.command("context")
+@click.argument("conv", type=click.Path(exists=True))
+@click.option("--at", "at", default=None, help="Only the call that produced this event (or, for another event, a call made right after it).")
+@click.option("--recursive", "-r", is_flag=True, help="Also the calls of sub-agent conversations (entries gain conversation_id).")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array of {llm_response_id, event_id, messages}.")
+@click.option("--width", type=int, default=200, show_default=True, help="Cut long texts to this many characters in the text view (0: never).")
+@click.option("--check", is_flag=True, help="Compare with the requests the agent server logged (LLMCompletionLogEvent); exit 1 on a difference.")
+@format_option
+@size_option
+def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width: int, check: bool, format_name: str | None, max_file_bytes: int) -> None:
+    """Print the chat messages the SDK sent to the model on each agent LLM
+    call of the conversation CONV, rebuilt from its events (active branch,
+    condensations replayed, parallel actions grouped, observations formatted
+    as the SDK formats them)."""
+    from ..formats.openhands_sdk.context import ContextUnavailable, rebuild_context
+
+    session = load_session(conv, format_name or "openhands-sdk", max_file_bytes, steps=False)
+    if session.format != "openhands-sdk":
+        fail(f"{conv}: read as {session.format}; `context` needs an OpenHands SDK conversation")
+    entries = []
+    try:
+        sessions = list(session.walk()) if recursive else [session]
+        for s in sessions:
+            if at is not None and s.event_by_id(at) is None:
+                continue
+            for e in rebuild_context(s, at=at):
+                if recursive:
+                    e = {"conversation_id": s.id, **e}
+                entries.append(e)
+    except ContextUnavailable as e:
+        fail(str(e), EXIT_CANNOT_RUN)
+    except TrajkitError as e:
+        fail(str(e), EXIT_CANNOT_RUN)
+    if at is not None and not entries:
+        fail(f"no event {at!r} in {conv}")
+    if as_json:
+        echo_json(entries)
+    else:
+        _print_entries(entries, width)
+    if check:
+        logged = [e for e in entries if "logged" in e]
+        bad = [e for e in logged if e["logged"]["differences"]]
+        if not logged:
+            click.echo("trajkit: no logged requests (LLMCompletionLogEvent) to check against", err=True)
+        for e in bad:
+            for d in e["logged"]["differences"]:
+                click.echo(f"{e['llm_response_id']}: {d}", err=True)
+        click.echo(f"checked {len(logged)} logged request(s): {len(logged) - len(bad)} identical, {len(bad)} different", err=True)
+        if bad:
+            sys.exit(EXIT_CHECK_FAILED)
+
+
+def _cut(text: str, width: int) -> str:
+    text = text.replace("\n", "⏎ ")
+    return text if not width or len(text) <= width else text[: width - 1] + "…"
+
+
+def _print_entries(entries: list[dict], width: int) -> None:
+    for n, e in enumerate(entries, 1):
+        conv = f" [{e['conversation_id']}]" if "conversation_id" in e else ""
+        if e["llm_response_id"]:
+            head = f"call {n}{conv}: {e['llm_response_id']} (produced event {e['event_id']})"
+        else:
+            head = f"a call right after event {e['event_id']}{conv}"
+        click.echo(f"── {head} — {len(e['messages'])} messages")
+        for m in e["messages"]:
+            parts = m.get("content") or []
+            text = " | ".join(p.get("text", "[image]") if isinstance(p, dict) else str(p) for p in parts) if isinstance(parts, list) else str(parts)
+            calls = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in m.get("tool_calls") or [])
+            head = m["role"] + (f"[{m['tool_call_id']}]" if m.get("tool_call_id") else "")
+            body = text + (f"  → {calls}" if calls else "")
+            click.echo(f"  {head}: {_cut(body, width)}")

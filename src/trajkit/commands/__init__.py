@@ -1,1 +1,0 @@
-"""CLI verbs of each area, imported lazily by trajkit.cli."""
