@@ -38,6 +38,15 @@ from ...model import (
     ToolCall,
 )
 from . import layout, tree
+from .fields import (
+    RESPONSE_KINDS,
+    action_call,
+    action_kind,
+    action_reasoning,
+    observation_text,
+    reasoning,
+    texts,
+)
 from .layout import EVENT, MALFORMED
 from .views import (
     ACPToolCallView,
@@ -53,7 +62,6 @@ from .views import (
     LEGACY_KIND_ALIASES as _ALIASES,
     _VIEW_BY_KIND,
     content_text,
-    reasoning_of,
 )
 
 FORMAT_NAME = "openhands-sdk"
@@ -111,30 +119,6 @@ def normalize_event(v: EventView, path: str, tz: Any = None) -> Event:
     return normalize_raw(v.raw, path, tz)
 
 
-def _texts(content: Any, sep: str) -> str:
-    if type(content) is list and len(content) == 1:
-        c = content[0]
-        if type(c) is dict:
-            t = c.get("text")
-            if type(t) is str and c.get("type", "text") == "text":
-                return t
-        return ""
-    if type(content) is list:
-        return sep.join([c["text"] for c in content if type(c) is dict and type(c.get("text")) is str and c.get("type", "text") == "text"])
-    if type(content) is str:
-        return content
-    return ""
-
-
-def _reasoning(raw: dict) -> str | None:
-    rc = raw.get("reasoning_content")
-    if type(rc) is str and rc.strip():
-        return rc
-    if raw.get("thinking_blocks") or raw.get("responses_reasoning_item"):
-        return reasoning_of(raw)
-    return None
-
-
 #: Members each known kind must have, and their JSON type (views.REQUIRED, flattened).
 _REQUIRED: dict[str, tuple[tuple[str, type], ...]] = {
     k: tuple((name, typ) for name, typ in cls.REQUIRED.items())  # type: ignore[misc]
@@ -149,73 +133,6 @@ def misfit_members(raw: dict, kind: Any) -> list[str]:
     if not req:
         return []
     return [name for name, typ in req if type(raw.get(name)) is not typ]
-
-
-def action_call(raw: dict) -> tuple[str, Any, bool]:
-    """An ActionEvent's tool name, arguments (decoded when they are JSON) and
-    whether they decoded (the facts of its ``tool_calls[0]``)."""
-    g = raw.get
-    tc = g("tool_call")
-    name = None
-    args: Any = None
-    decoded = True
-    if type(tc) is dict:
-        name = tc.get("name")
-        a = tc.get("arguments")
-        if type(a) is str:
-            try:
-                args = orjson.loads(a)
-            except orjson.JSONDecodeError:
-                args, decoded = a, False
-        else:
-            args = a
-    elif tc is None:
-        act = g("action")
-        if type(act) is dict:
-            args = {k: v for k, v in act.items() if k != "kind"}
-    if type(name) is not str:
-        tool_name = g("tool_name")
-        name = tool_name if type(tool_name) is str else "?"
-    return name, args, decoded
-
-
-def action_kind(raw: dict) -> str | None:
-    """An ActionEvent's action kind (legacy names mapped), as ``extra["action_kind"]`` says."""
-    act = raw.get("action")
-    if type(act) is dict:
-        ak = act.get("kind")
-        return _ALIASES.get(ak, ak) if type(ak) is str else None
-    return None
-
-
-def action_reasoning(raw: dict) -> str | None:
-    """An ActionEvent's reasoning text (its ``reasoning`` field)."""
-    g = raw.get
-    if g("reasoning_content") or g("thinking_blocks") or g("responses_reasoning_item"):
-        return _reasoning(raw)
-    return None
-
-
-def observation_text(obs: Any) -> str:
-    """The text of an ObservationEvent's ``observation`` member."""
-    return _texts(obs.get("content"), "") if type(obs) is dict else ""
-
-
-def answer_text(raw: dict, kind: str) -> str | None:
-    """The ``text`` of an answer (ObservationEvent, UserRejectObservation, AgentErrorEvent)."""
-    if kind == "ObservationEvent":
-        return observation_text(raw.get("observation"))
-    if kind == "UserRejectObservation":
-        return UserRejectView(raw).text
-    return AgentErrorView(raw).error
-
-
-def response_id_of(raw: dict, kind: str) -> str | None:
-    """An event's ``response_id`` (ActionEvent, MessageEvent and Condensation have one)."""
-    if kind in _RESPONSE_KINDS:
-        rid = raw.get("llm_response_id")
-        return rid if type(rid) is str else None
-    return None
 
 
 def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
@@ -261,7 +178,7 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
     )
     if kind == "ActionEvent":
         ev.role = "assistant"
-        ev.text = _texts(g("thought"), "\n")
+        ev.text = texts(g("thought"), "\n")
         tool_name = g("tool_name")
         call_id = g("tool_call_id")
         if type(call_id) is not str:
@@ -315,13 +232,13 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
             lm = {}
         role = lm.get("role")
         ev.role = role if type(role) is str else _ROLE_OF_SOURCE.get(ev.source or "")
-        ev.text = _texts(lm.get("content"), "\n")
+        ev.text = texts(lm.get("content"), "\n")
         rid = g("llm_response_id")
         ev.response_id = rid if type(rid) is str else None
-        ev.reasoning = _reasoning(lm)
+        ev.reasoning = reasoning(lm)
         ext = g("extended_content")
         if ext:
-            extra["extended_text"] = _texts(ext, "\n")
+            extra["extended_text"] = texts(ext, "\n")
         sender = g("sender")
         if type(sender) is str:
             extra["sender"] = sender
@@ -559,7 +476,6 @@ def meta_facts(meta: dict) -> dict[str, Any]:
 
 _ANSWER_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 #: Kinds whose ``response_id`` is their ``llm_response_id`` (every other kind has none).
-_RESPONSE_KINDS = frozenset({"ActionEvent", "MessageEvent", "Condensation"})
 #: The fields a lazy event derives (:meth:`Event.lazy`).
 _DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id")
 
@@ -837,7 +753,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
         pos = len(events)
         # usage per response (first event of a response carries it)
         rid = None
-        if kind in _RESPONSE_KINDS:
+        if kind in RESPONSE_KINDS:
             rid = g("llm_response_id")
             if not rid or type(rid) is not str:
                 rid = None

@@ -20,9 +20,8 @@ from ...diagnostics import INFO
 from ...jsonio import dumps_python
 from ...model import Session, SpawnLink, Step
 from ...steps import blank_safe, render_action
-from .reader import _texts as texts
+from .fields import action_call, action_kind, action_reasoning, answer_text, response_id_of, texts
 from .tree import ABANDONED
-from .reader import action_call, action_kind, action_reasoning, answer_text, response_id_of
 
 _ANSWER_TYPES = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 

@@ -1,0 +1,111 @@
+"""Facts read straight from one decoded SDK event object: message texts,
+reasoning, an action's tool call and kind, an answer's text, a response id.
+
+Both the reader (:mod:`.reader`, which normalizes events) and the step
+builder (:mod:`.stepping`, which renders them) use these, so neither imports
+the other's internals.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from .views import LEGACY_KIND_ALIASES, AgentErrorView, UserRejectView, reasoning_of
+
+#: Event kinds that carry an ``llm_response_id``.
+RESPONSE_KINDS = frozenset({"ActionEvent", "MessageEvent", "Condensation"})
+
+
+def texts(content: Any, sep: str) -> str:
+    """The text parts of a message ``content`` (a list of parts or a string), joined by ``sep``."""
+    if type(content) is list and len(content) == 1:
+        c = content[0]
+        if type(c) is dict:
+            t = c.get("text")
+            if type(t) is str and c.get("type", "text") == "text":
+                return t
+        return ""
+    if type(content) is list:
+        return sep.join([c["text"] for c in content if type(c) is dict and type(c.get("text")) is str and c.get("type", "text") == "text"])
+    if type(content) is str:
+        return content
+    return ""
+
+
+def reasoning(raw: dict) -> str | None:
+    """The reasoning text of an LLM message or action (``reasoning_content``, thinking blocks, a responses reasoning item)."""
+    rc = raw.get("reasoning_content")
+    if type(rc) is str and rc.strip():
+        return rc
+    if raw.get("thinking_blocks") or raw.get("responses_reasoning_item"):
+        return reasoning_of(raw)
+    return None
+
+
+def action_call(raw: dict) -> tuple[str, Any, bool]:
+    """An ActionEvent's tool name, arguments (decoded when they are JSON) and
+    whether they decoded (the facts of its ``tool_calls[0]``)."""
+    g = raw.get
+    tc = g("tool_call")
+    name = None
+    args: Any = None
+    decoded = True
+    if type(tc) is dict:
+        name = tc.get("name")
+        a = tc.get("arguments")
+        if type(a) is str:
+            try:
+                args = orjson.loads(a)
+            except orjson.JSONDecodeError:
+                args, decoded = a, False
+        else:
+            args = a
+    elif tc is None:
+        act = g("action")
+        if type(act) is dict:
+            args = {k: v for k, v in act.items() if k != "kind"}
+    if type(name) is not str:
+        tool_name = g("tool_name")
+        name = tool_name if type(tool_name) is str else "?"
+    return name, args, decoded
+
+
+def action_kind(raw: dict) -> str | None:
+    """An ActionEvent's action kind (legacy names mapped), as ``extra["action_kind"]`` says."""
+    act = raw.get("action")
+    if type(act) is dict:
+        ak = act.get("kind")
+        return LEGACY_KIND_ALIASES.get(ak, ak) if type(ak) is str else None
+    return None
+
+
+def action_reasoning(raw: dict) -> str | None:
+    """An ActionEvent's reasoning text (its ``reasoning`` field)."""
+    g = raw.get
+    if g("reasoning_content") or g("thinking_blocks") or g("responses_reasoning_item"):
+        return reasoning(raw)
+    return None
+
+
+def observation_text(obs: Any) -> str:
+    """The text of an ObservationEvent's ``observation`` member."""
+    return texts(obs.get("content"), "") if type(obs) is dict else ""
+
+
+def answer_text(raw: dict, kind: str) -> str | None:
+    """The ``text`` of an answer (ObservationEvent, UserRejectObservation, AgentErrorEvent)."""
+    if kind == "ObservationEvent":
+        return observation_text(raw.get("observation"))
+    if kind == "UserRejectObservation":
+        return UserRejectView(raw).text
+    return AgentErrorView(raw).error
+
+
+def response_id_of(raw: dict, kind: str) -> str | None:
+    """An event's ``response_id`` (ActionEvent, MessageEvent and Condensation have one)."""
+    if kind in RESPONSE_KINDS:
+        rid = raw.get("llm_response_id")
+        return rid if type(rid) is str else None
+    return None
