@@ -173,6 +173,23 @@ def test_bookkeeping_calls_are_dropped_and_reported(tok, tmp_path):
     assert res.summary["dropped_by_purpose"] == {"title": 1, "summary": 1, "agent": 1}
 
 
+def test_anchor_is_the_first_system_message_of_the_first_tool_call(tok, tmp_path):
+    """opencode sends each system part as its own message; a plugin's second
+    system message may change on every call. Only the first one anchors."""
+    recs, ex = make_records(tok)
+    for k, r in enumerate(recs[1:]):
+        r["request"]["messages"].insert(1, {"role": "system", "content": f"plugin note {k}"})
+    other = copy.deepcopy(recs[2])
+    other["turn"] = 9
+    other["request"]["messages"][0]["content"] = "You are a reviewer."  # a different first system message
+    other["request"]["messages"][1]["content"] = "plugin note 0"  # even with a second one seen before
+    res = derive_turns(write_rollout(tmp_path / "r", recs + [other]), tok)
+    assert [t.extra["turn"] for t in res.turns] == [2, 3, 4]
+    assert [t.output_ids for t in res.turns] == ex["output_ids"]
+    assert {(d["turn"], d["purpose"]) for d in res.dropped} == {(1, "title"), (9, "other")}
+    assert read(tmp_path / "r").metadata["anchor_system_prompt"] == SYS
+
+
 def test_usage_mismatch(tok, tmp_path):
     recs, ex = make_records(tok)
     recs[1]["response"]["usage"]["completion_tokens"] += 2

@@ -45,7 +45,7 @@ from ..model import (
     Step,
 )
 from ..registry import STRONG, WEAK, Format, Match
-from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, tool_calls_of
+from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
 from ..steps import render_action
 
 NAME = "rollout-trace"
@@ -243,9 +243,7 @@ def read(root: Path, options: ReadOptions) -> Session:
         calls.append((info, rec, l0, l1))
     infos = [c[0] for c in calls if c[0] is not None]
     anchor = classify(infos)
-    session.metadata["anchor_system_prompt"] = (
-        (message_text(anchor) or "")[:200] if not isinstance(anchor, list) else "[several system messages]"
-    ) if anchor is not None else None
+    session.metadata["anchor_system_prompt"] = (message_text(anchor) or "")[:200] if anchor is not None else None
     if infos and anchor is None:
         session.diag(
             "rollout.no-agent-call",
@@ -292,6 +290,8 @@ def read(root: Path, options: ReadOptions) -> Session:
         eid = f"turn-{info.turn}" if unique_turns else f"call-{info.index}"
         ref = Ref(str(trace), eid, l0, l1)
         for code, sev, msg in info.problems:
+            session.diag(code, msg, sev, file=str(trace), event_id=eid, line=l0)
+        for code, sev, msg in proxy_notes(rec):
             session.diag(code, msg, sev, file=str(trace), event_id=eid, line=l0)
         counts[info.purpose or OTHER_PURPOSE] = counts.get(info.purpose or OTHER_PURPOSE, 0) + 1
         if info.failed:

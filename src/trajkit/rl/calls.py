@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..diagnostics import ERROR, WARNING
+from ..diagnostics import ERROR, INFO, WARNING
 from ..jsonio import MISSING, loads
 from ..model import ToolCall
 
@@ -127,6 +127,17 @@ def system_prompt(messages: list[Any]) -> Any:
     return out[0] if len(out) == 1 else out
 
 
+def first_system(messages: list[Any]) -> Any:
+    """The content of a request's first system (or developer) message, None
+    when it has none: what TRL's anchor rule compares. Later system messages
+    (opencode sends each system part as its own message, and plugins append
+    ones that change per call) do not count."""
+    for m in messages:
+        if isinstance(m, dict) and m.get("role") in ("system", "developer"):
+            return m.get("content")
+    return None
+
+
 def _decode_args(arguments: Any) -> Any:
     if isinstance(arguments, str):
         value, d = loads(arguments)
@@ -152,7 +163,10 @@ def parse_token_id(token: Any) -> int | None:
     if isinstance(token, str):
         m = TOKEN_ID_RE.match(token)
         if m:
-            return int(m.group(1))
+            try:
+                return int(m.group(1))
+            except ValueError:  # more digits than Python converts: not a token id
+                return None
     return None
 
 
@@ -320,19 +334,49 @@ def parse_call(record: dict[str, Any], index: int = 0) -> ModelCall:
     return info
 
 
+#: Codes ``trajkit proxy`` writes in a record's ``proxy_diagnostics`` (see docs/rl.md).
+PROXY_CODES = frozenset({
+    "proxy.upstream-malformed", "proxy.tool-call-index", "proxy.choice-index", "proxy.event-too-large",
+    "proxy.request-not-edited", "proxy.bad-rollout", "proxy.rollout-unwritable", "proxy.internal-error",
+})
+
+
+def proxy_notes(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """What the capture proxy noted about a call (its ``proxy_diagnostics``)
+    as ``(code, severity, message)``; a code it does not know becomes
+    ``rollout.proxy-note``."""
+    notes = record.get("proxy_diagnostics")
+    out = []
+    for n in notes if isinstance(notes, list) else []:
+        if not isinstance(n, dict):
+            continue
+        code = n.get("code")
+        sev = n.get("severity") if n.get("severity") in (ERROR, WARNING, INFO) else WARNING
+        msg = str(n.get("message"))[:500]
+        count = n.get("count")
+        if isinstance(count, int) and not isinstance(count, bool) and count > 1:
+            msg += f" ({count} times)"
+        if code not in PROXY_CODES:
+            msg, code = f"{str(code)[:80]}: {msg}", "rollout.proxy-note"
+        out.append((code, sev, "the proxy noted: " + msg))
+    return out
+
+
 def classify(calls: list[ModelCall]) -> Any:
     """Set each call's purpose by TRL's anchor rule and return the anchor
     system prompt (None when no call has both messages and tools).
 
     An explicit ``purpose`` in the record wins. Otherwise a call is ``agent``
-    when it has messages and tools and its system prompt equals that of the
-    first such call; ``title`` when its system prompt starts like opencode's
-    title generator; ``summary`` when it asks to summarise; else ``other``.
+    when it has messages and tools and its first system message equals that
+    of the first such call (TRL's ``_turns_from_trace`` seed rule: later
+    system messages may change per call); ``title`` when its system prompt
+    starts like opencode's title generator; ``summary`` when it asks to
+    summarise; else ``other``.
     """
     anchor = MISSING
     for c in calls:
         if c.messages and c.tools:
-            anchor = c.system
+            anchor = first_system(c.messages)
             break
     for c in calls:
         if c.purpose:
@@ -341,7 +385,7 @@ def classify(calls: list[ModelCall]) -> Any:
             message_text(x) or "" for x in c.system
         )
         low = (sys_text or "").lower()
-        if anchor is not MISSING and c.messages and c.tools and c.system == anchor:
+        if anchor is not MISSING and c.messages and c.tools and first_system(c.messages) == anchor:
             c.purpose = AGENT
         elif "title generator" in low or (not c.tools and "title" in low[:200]):
             c.purpose = TITLE
