@@ -52,6 +52,9 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
     except ImportError as e:  # pragma: no cover - depends on the install
         fail(f"turns need the rl extra (pip install 'trajkit[rl]'): {e}")
 
+    from ..rl.turns import rollout_paths
+
+    rollouts = [str(p) for r in rollouts for p in rollout_paths(r)]  # a proxy's named rollouts, one by one
     results, sessions, skipped = [], [], []
     with _Progress(len(rollouts)) as progress:
         for path in rollouts:
@@ -186,15 +189,22 @@ def _print_turns(result) -> None:
 @click.option("--disable-thinking", is_flag=True, help="Set chat_template_kwargs.enable_thinking=false.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds allowed per upstream call.")
 @click.option("--max-runtime", type=float, default=None, help="Stop by itself after this many seconds.")
+@click.option("--max-event-bytes", type=int, default=16 << 20, show_default=True,
+              help="Largest SSE event parsed (0: no cap); a bigger one is passed on and the call recorded as cut.")
 @click.option("--quiet", is_flag=True, help="Do not log each call to stderr.")
-def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap, model_override, disable_thinking, timeout, max_runtime, quiet):
+def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap, model_override, disable_thinking, timeout,
+              max_runtime, max_event_bytes, quiet):
     """Run the capture proxy: forward an agent's model calls to UPSTREAM and
     record each one (token ids, logprobs) to OUT/trace.jsonl.
 
-    Point the agent's OpenAI-compatible base URL at http://HOST:PORT/v1.
-    Stops on Ctrl-C / SIGTERM after calls in flight finish.
+    Point the agent's OpenAI-compatible base URL at http://HOST:PORT/v1
+    (or http://HOST:PORT/r/ROLLOUT-ID/v1 to record that rollout in
+    OUT/rollouts/ROLLOUT-ID/). Stops on Ctrl-C / SIGTERM after calls in
+    flight finish.
     """
     import asyncio
+
+    from ..model import TrajkitError
 
     try:
         import aiohttp  # noqa: F401  (the proxy extra)
@@ -204,7 +214,10 @@ def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap,
         fail(f"the proxy needs the proxy extra (pip install 'trajkit[proxy]'): {e}")
     if not upstream.startswith(("http://", "https://")):
         fail(f"--upstream must be an http(s) URL, not {upstream!r}")
-    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        fail(f"{out_dir}: cannot create the output directory: {e.strerror or e}")
     cfg = ProxyConfig(
         upstream=upstream,
         top_logprobs=top_logprobs,
@@ -213,6 +226,7 @@ def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap,
         model_override=model_override,
         disable_thinking=disable_thinking,
         timeout=timeout,
+        max_event_bytes=max_event_bytes,
     )
 
     def log(msg: str) -> None:
@@ -220,10 +234,12 @@ def proxy_cmd(upstream, out_dir, host, port, top_logprobs, vllm, max_tokens_cap,
             click.echo(f"trajkit proxy: {msg}", err=True)
 
     def ready(h: str, p: int) -> None:
-        click.echo(f"trajkit proxy: listening on http://{h}:{p}/v1 -> {upstream}; trace {Path(out_dir) / 'trace.jsonl'}", err=True)
+        click.echo(f"trajkit proxy: listening on http://{h}:{p}/v1 -> {cfg.masked()}; trace {Path(out_dir) / 'trace.jsonl'}", err=True)
 
     try:
         done = asyncio.run(serve(cfg, Path(out_dir), host, port, log=log, ready=ready, max_runtime=max_runtime))
+    except TrajkitError as e:
+        fail(str(e))
     except OSError as e:
         fail(f"cannot listen on {host}:{port}: {e.strerror or e}", EXIT_CANNOT_RUN)
     click.echo(f"trajkit proxy: stopped; {done['recorded']} calls recorded", err=True)

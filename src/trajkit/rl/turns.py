@@ -3,8 +3,8 @@ with the exact generated token ids and logprobs, their prompts as token ids,
 the loss mask, and the checks that say whether the capture can be trusted.
 
 Which calls are turns follows TRL's anchor rule (opencode.md §2.5): a call is
-kept when it has messages and tools and its system prompt equals that of the
-first tool-enabled call; everything else (title generator, summariser, failed
+kept when it has messages and tools and its first system message equals that
+of the first tool-enabled call; everything else (title generator, summariser, failed
 calls, calls without token ids) is dropped and reported. Output ids are always
 the captured ones, never re-encoded text. Prompt ids are the captured ones when
 the trace holds them (``prompt_source = "captured"``), else the request's
@@ -143,6 +143,32 @@ class TurnsResult:
                 "old_log_probs": [0.0] * len(p) + list(lp),
             })
         return out
+
+
+def rollout_paths(path: str | os.PathLike) -> list[Path]:
+    """The rollouts at ``path``, grouped as ``trajkit proxy`` wrote them.
+
+    A directory where the proxy recorded named rollouts
+    (``rollouts/<id>/trace.jsonl``, see docs/rl.md) gives each of those
+    rollout directories, sorted by id, after the directory itself when its
+    own trace holds anything (calls that named no rollout). Any other path is
+    one rollout: ``[path]``.
+    """
+    from .proxy import ROLLOUTS_DIR, TRACE_NAME
+
+    p = Path(path)
+    sub = p / ROLLOUTS_DIR
+    if not p.is_dir() or not sub.is_dir():
+        return [p]
+    found = sorted(d for d in sub.iterdir() if d.is_dir() and (d / TRACE_NAME).is_file())
+    if not found:
+        return [p]
+    own = p / TRACE_NAME
+    try:
+        has_own = own.is_file() and own.stat().st_size > 0
+    except OSError:
+        has_own = False
+    return ([p] if has_own else []) + found
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
