@@ -97,7 +97,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="best of N")
     ap.add_argument("--modes", default="direct,no cap,capped",
                     help="which of direct, no cap, capped to run (an older trajkit has no --max-event-bytes: use direct,capped)")
-    args = ap.parse_args()
+    args, _other = ap.parse_known_args()  # run.py passes every benchmark the same extra arguments
     sizes = [int(float(s) * 1_000_000) for s in args.sizes.split(",")]
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     srv.daemon_threads = True
