@@ -30,11 +30,12 @@ from ._common import progress as progress_bar
 def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward, as_json, strict, max_file_bytes):
     """Derive training turns from the rollout trace(s) at ROLLOUTS.
 
-    Keeps the agent's own calls (the system prompt of the first tool-enabled
-    call), takes output ids and logprobs exactly as captured, and renders each
-    prompt with the tokenizer's chat template and the request's tools unless
-    the trace captured prompt ids. Several rollouts (a GRPO group) go into one
-    --out / --trl, in the order given.
+    Keeps the agent's own calls (the first system message of the first
+    tool-enabled call), takes output ids and logprobs exactly as captured, and
+    renders each prompt with the tokenizer's chat template and the request's
+    tools unless the trace captured prompt ids. Several rollouts (a GRPO group)
+    go into one --out / --trl, in the order given; a proxy --out directory
+    with named rollouts (rollouts/<id>/) stands for each of them.
     """
     from ..jsonio import dumps
     from ..model import TrajkitError
