@@ -390,17 +390,83 @@ def compare_manifest(m: Manifest, workspace: str, protect: Iterable[str], files:
     return changes
 
 
+class CanaryMatcher:
+    """Every canary in a text in one pass, whatever the number of canaries.
+
+    With ``L`` the shortest canary length (at least 8) and ``K = L // 2``,
+    the text is sampled every ``s = L - K + 1`` characters: any occurrence of
+    a canary spans a sample whose ``K`` characters are the canary's own at an
+    offset below ``s``. Each canary indexes those ``s`` grams; a sampled gram
+    names (offset, length) pairs, and one slice and one set lookup per pair
+    confirm a canary exactly. The cost grows with the text, not with text x
+    canaries. Canaries shorter than 8 characters are searched directly.
+    """
+
+    MIN = 8
+
+    def __init__(self, texts: list[str]) -> None:
+        self.by_text: dict[str, list[int]] = {}
+        self.short: list[tuple[str, list[int]]] = []
+        for i, t in enumerate(texts):
+            self.by_text.setdefault(t, []).append(i)
+        long_ = [t for t in self.by_text if len(t) >= self.MIN]
+        short = {t for t in self.by_text if len(t) < self.MIN}
+        self.short = [(t, self.by_text[t]) for t in self.by_text if t in short]
+        self.index: dict[str, list[int]] = {}
+        self.k = self.step = 0
+        if long_:
+            low = min(len(t) for t in long_)
+            self.k = max(4, low // 2)
+            self.step = low - self.k + 1
+            k, step, index = self.k, self.step, self.index
+            for t in long_:
+                n = len(t)
+                for o in range(step):  # the gram at offset o, with (offset, length) packed in one int
+                    g = t[o : o + k]
+                    lst = index.get(g)
+                    if lst is None:
+                        index[g] = [(o << 20) | n]
+                    else:
+                        lst.append((o << 20) | n)
+
+    def find(self, text: str) -> list[int]:
+        """Indices of the canaries that occur in ``text``, ascending."""
+        found: set[str] = set()
+        out: set[int] = set()
+        for t, ids in self.short:
+            if t in text:
+                out.update(ids)
+        if self.index:
+            k, step, index, by_text = self.k, self.step, self.index, self.by_text
+            for p in range(0, len(text) - k + 1, step):
+                b = index.get(text[p : p + k])
+                if b is None:
+                    continue
+                for packed in b:
+                    start = p - (packed >> 20)
+                    if start < 0:
+                        continue
+                    cand = text[start : start + (packed & 0xFFFFF)]
+                    if cand in by_text and cand not in found:
+                        found.add(cand)
+                        out.update(by_text[cand])
+        return sorted(out)
+
+
 def find_canaries(canaries: list[Canary], texts: Iterable[tuple[Any, str]]) -> list[tuple[Canary, Any]]:
-    """Every (canary, where) pair whose canary text occurs in one of ``texts`` (``(where, text)``)."""
+    """Every (canary, where) pair whose canary text occurs in one of ``texts``
+    (``(where, text)``), texts in order and canaries in list order within
+    each; one pass per text (:class:`CanaryMatcher`), never every canary
+    against every text."""
     if not canaries:
         return []
+    matcher = CanaryMatcher([c.text for c in canaries])
     hits = []
     for where, text in texts:
         if not text:
             continue
-        for c in canaries:
-            if c.text in text:
-                hits.append((c, where))
+        for i in matcher.find(text):
+            hits.append((canaries[i], where))
     return hits
 
 
