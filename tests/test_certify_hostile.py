@@ -361,3 +361,179 @@ def test_an_honest_symlinked_workspace_succeeds(tmp_path):
     link.symlink_to(real, target_is_directory=True)
     p, cert = certify_json(FINISHED, "--workspace", link, "--base", base, *gate(tmp_path))
     assert cert["state"] == "Succeeded", cert["reason"]
+
+
+# ---------------------------------------------------------------- item 6: malformed reports fail closed
+
+from trajkit.certify.gate import decide, load_results  # noqa: E402
+
+
+def _junit_text(tmp: Path, name: str, body: str) -> Path:
+    p = tmp / name
+    p.write_text(f"<?xml version='1.0'?>{body}")
+    return p
+
+
+@pytest.mark.parametrize("body", [
+    "<testsuite name='s' tests='-5' failures='x'><testcase classname='t' name='a'/></testsuite>",
+    "<testsuite name='s' tests='1' failures='x'><testcase classname='t' name='a'/></testsuite>",
+    "<testsuite name='s' tests='2'><testcase classname='t' name='a'/><testcase classname='t'/></testsuite>",
+    "<testsuite name='s' tests='1'><testcase classname='t' name=''/></testsuite>",
+    "<testsuites tests='1.5'><testsuite name='s'><testcase classname='t' name='a'/></testsuite></testsuites>",
+    "<testsuite name='s' tests='2' failures='1'><testcase classname='t' name='a'/><testcase classname='t' name='b'/></testsuite>",
+])
+def test_malformed_junit_fails_closed(tmp_path, body):
+    hold = load_results(_junit_text(tmp_path, "holdout.xml", body))
+    vis = load_results(junit(tmp_path / "visible.xml", {"a": "passed"}))
+    g = decide(vis, hold)
+    assert hold.problem and g["verdict"] != "Succeeded" and g["passed_holdout"] is False, (hold.problem, g["reason"])
+
+
+@pytest.mark.parametrize("tests_value", ["Infinity", "NaN", "-Infinity", "-3", '"5"', '"lots"', "2.5", "true", "null"])
+def test_malformed_ctrf_summary_fails_closed(tmp_path, tests_value):
+    p = tmp_path / "ctrf.json"
+    p.write_text('{"results": {"tool": {"name": "pytest"}, "summary": {"tests": %s, "passed": 1, "failed": 0},'
+                 ' "tests": [{"name": "t::a", "status": "passed"}]}}' % tests_value)
+    rs = load_results(p)
+    g = decide(None, rs)
+    if tests_value == "null":  # an absent count is not a malformed one: the listing decides
+        assert rs.problem is None and g["verdict"] == "Succeeded"
+    else:
+        assert rs.problem and "summary.tests" in rs.problem and g["verdict"] != "Succeeded"
+
+
+@pytest.mark.parametrize("doc", [
+    '{"results": {"summary": {"tests": 1, "failed": 1}, "tests": [{"name": "a", "status": "passed"}]}}',
+    '{"results": {"summary": {"tests": 1}, "tests": [{"status": "passed"}]}}',
+    '{"results": {"summary": {"tests": 1, "passed": -1}, "tests": [{"name": "a", "status": "passed"}]}}',
+    '{"results": {"summary": "all good", "tests": [{"name": "a", "status": "passed"}]}}',
+    '{"tests": [{"nodeid": "t::a", "outcome": "passed"}], "summary": {"collected": Infinity}}',
+])
+def test_other_malformed_json_reports_fail_closed(tmp_path, doc):
+    p = tmp_path / "r.json"
+    p.write_text(doc)
+    rs = load_results(p)
+    assert rs.problem and decide(None, rs)["verdict"] != "Succeeded"
+
+
+def test_malformed_holdout_report_through_the_cli_is_not_succeeded(tmp_path):
+    hold = _junit_text(tmp_path, "holdout.xml", "<testsuite name='s' tests='-5' failures='x'><testcase/><testcase/></testsuite>")
+    vis = junit(tmp_path / "visible.xml", {"artifact_exists": "passed"})
+    proc, cert = certify_json(FINISHED, "--visible", vis, "--holdout", hold)
+    assert cert["state"] == "FailedUnverifiable" and cert["gate"]["verdict"] == "NotReady"
+    assert "malformed JUnit report" in cert["gate"]["reason"]
+
+
+# ---------------------------------------------------------------- item 7: malformed certificates in fcr
+
+
+def test_fcr_reports_malformed_certificates_and_counts_the_others(tmp_path):
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    proc, good = certify_json(FINISHED, *gate(tmp_path))
+    assert good["state"] == "Succeeded"
+    (certs / "good.json").write_text(json.dumps(good))
+    for i, (k, v) in enumerate([("run", "x"), ("gate", "x"), ("reason", 5), ("findings", "x"), ("claimed_success", "yes")]):
+        bad = dict(good)
+        bad[k] = v
+        (certs / f"bad{i}.json").write_text(json.dumps(bad))
+    proc = subprocess.run([sys.executable, "-m", "trajkit", "fcr", str(certs), "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    rep = json.loads(proc.stdout)
+    assert rep["runs"] == 1 and rep["succeeded"] == 1
+    assert sorted(Path(p["path"]).name for p in rep["problems"]) == [f"bad{i}.json" for i in range(5)]
+    assert all(p["code"] == "fcr.bad-certificate" for p in rep["problems"])
+    for i, what in enumerate(["run is str", "gate is str", "reason is int", "findings is not a list", "claimed_success is 'yes'"]):
+        assert f"bad{i}.json" in proc.stderr and what in proc.stderr, proc.stderr
+    human = subprocess.run([sys.executable, "-m", "trajkit", "fcr", str(certs)], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert human.returncode == 1 and "Traceback" not in human.stderr and "5 input(s) not counted" in human.stdout
+
+
+def test_fcr_with_only_good_certificates_exits_0(tmp_path):
+    certs = tmp_path / "certs"
+    certs.mkdir()
+    proc, good = certify_json(FINISHED, *gate(tmp_path))
+    (certs / "good.json").write_text(json.dumps(good))
+    proc = subprocess.run([sys.executable, "-m", "trajkit", "fcr", str(certs), "--json"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert proc.returncode == 0 and "problems" not in json.loads(proc.stdout)
+
+
+# ---------------------------------------------------------------- item 9: glob matching in linear time
+
+from trajkit.certify import paths as P  # noqa: E402
+
+
+@pytest.mark.parametrize("glob,path,expected", [
+    ("**/holdout/**", "tests/holdout/a.py", True),
+    ("**/holdout/**", "holdout", True),
+    ("**/holdout/**", "holdout-study/a.py", False),
+    ("**/answer_key*", "x/answer_key.json", True),
+    ("**/answer_key*", "x/answer_keys/y", False),
+    ("tests/hold*/*", "tests/holdout/a.py", True),
+    ("tests/hold*/*", "tests/holdout/sub/a.py", False),
+    ("a/**/b", "a/b", True),
+    ("a/**/b", "a/x/y/b", True),
+    ("a/**/b", "a/x/y/c", False),
+    ("src/*/x?.py", "src/foo/x1.py", True),
+    ("src/*/x?.py", "src/foo/bar/x1.py", False),
+    ("a[bc]d/**", "abd/q", True),
+    ("a[!bc]d", "aed", True),
+    ("a[!bc]d", "abd", False),
+    ("**/a**b", "x/a/y/zb", True),
+    ("**/a**b", "x/a/y/zc", False),
+    ("x**", "xy/z", True),
+    ("/opt/grader/**", "/opt/grader/tests/t.py", True),
+    ("**", "anything/at/all", True),
+])
+def test_glob_semantics(glob, path, expected):
+    assert P.match(path, glob) is expected
+
+
+def test_pathological_glob_runs_in_linear_time(tmp_path):
+    pat = "tests/" + "**a" * 45 + "**b"
+    g = P.compile_glob(pat)
+    assert g.match("tests/" + "a" * 60 + "b") and not g.match("tests/" + "a" * 300) and not g.match("tests/" + "a/" * 150 + "c")
+    # the same pattern recorded in an agent's command, against a protected file present in the workspace
+    ws = tmp_path / "ws"
+    (ws / "tests" / "holdout").mkdir(parents=True)
+    (ws / "tests" / "holdout" / ("a" * 80)).write_text("x\n")
+    conv = v1_run(tmp_path / "conv", [{"terminal": f"cat {pat} {'tests/' + 'a*' * 40 + 'c'}", "output": "no such file"}])
+    proc, cert = certify_json(conv, "--workspace", ws, *gate(tmp_path), timeout=60)
+    assert cert is not None, proc.stderr
+
+
+# ---------------------------------------------------------------- item 11: canaries in one pass
+
+from trajkit.certify.canary import Canary, CanaryMatcher, find_canaries  # noqa: E402
+
+
+def test_canary_matcher_finds_every_planted_canary_and_nothing_else():
+    import random
+    import string
+
+    rnd = random.Random(16)
+
+    def word(n):
+        return "".join(rnd.choices(string.ascii_letters + string.digits + " _-'=()", k=n))
+
+    canaries = list(dict.fromkeys([word(rnd.randint(8, 120)) for _ in range(3000)]))
+    canaries += ["shortie", "x", "", canaries[0] + "tail", canaries[1][:-1]]  # short, empty, prefixes and extensions of others
+    texts = []
+    for i in range(40):
+        parts = [word(rnd.randint(0, 400)) for _ in range(50)]
+        planted = rnd.sample(canaries, 5)
+        for c in planted:
+            # whole, embedded, at the very start or end, overlapping another
+            parts.insert(rnd.randint(0, len(parts)), c)
+        text = "".join(parts)
+        if i % 5 == 0:
+            text = canaries[2] + text + canaries[3]
+        texts.append(text)
+    m = CanaryMatcher(canaries)
+    for text in texts:
+        expected = [i for i, c in enumerate(canaries) if c in text]  # the all-pairs definition, as the reference
+        assert m.find(text) == expected
+    cs = [Canary(t, f"f{i}", i) for i, t in enumerate(canaries)]
+    hits = find_canaries(cs, [(n, t) for n, t in enumerate(texts)])
+    assert hits == [(cs[i], n) for n, t in enumerate(texts) for i, c in enumerate(canaries) if c in t]
