@@ -393,13 +393,15 @@ def compare_manifest(m: Manifest, workspace: str, protect: Iterable[str], files:
 class CanaryMatcher:
     """Every canary in a text in one pass, whatever the number of canaries.
 
-    With ``L`` the shortest canary length (at least 8) and ``K = L // 2``,
-    the text is sampled every ``s = L - K + 1`` characters: any occurrence of
+    With ``L`` the shortest canary length (at least 8), ``s = min(16, L - 4)``
+    and ``K = L - s + 1``, the text is sampled every ``s`` characters: any occurrence of
     a canary spans a sample whose ``K`` characters are the canary's own at an
     offset below ``s``. Each canary indexes those ``s`` grams; a sampled gram
     names (offset, length) pairs, and one slice and one set lookup per pair
     confirm a canary exactly. The cost grows with the text, not with text x
-    canaries. Canaries shorter than 8 characters are searched directly.
+    canaries, and a gram that many similar canaries share costs its distinct
+    (offset, length) pairs, not its canaries. Canaries shorter than 8
+    characters are searched directly.
     """
 
     MIN = 8
@@ -412,12 +414,12 @@ class CanaryMatcher:
         long_ = [t for t in self.by_text if len(t) >= self.MIN]
         short = {t for t in self.by_text if len(t) < self.MIN}
         self.short = [(t, self.by_text[t]) for t in self.by_text if t in short]
-        self.index: dict[str, list[int]] = {}
+        self.index: dict[str, set[int]] = {}
         self.k = self.step = 0
         if long_:
             low = min(len(t) for t in long_)
-            self.k = max(4, low // 2)
-            self.step = low - self.k + 1
+            self.step = min(16, low - 4)
+            self.k = low - self.step + 1
             k, step, index = self.k, self.step, self.index
             for t in long_:
                 n = len(t)
@@ -425,9 +427,13 @@ class CanaryMatcher:
                     g = t[o : o + k]
                     lst = index.get(g)
                     if lst is None:
-                        index[g] = [(o << 20) | n]
+                        index[g] = {(o << 20) | n}
                     else:
-                        lst.append((o << 20) | n)
+                        lst.add((o << 20) | n)
+            # one entry per (offset, length): a gram many similar canaries share costs its
+            # distinct lengths at most, never the number of canaries
+            for g, entries in index.items():
+                index[g] = tuple(entries)  # type: ignore[assignment]
 
     def find(self, text: str) -> list[int]:
         """Indices of the canaries that occur in ``text``, ascending."""
@@ -453,14 +459,16 @@ class CanaryMatcher:
         return sorted(out)
 
 
-def find_canaries(canaries: list[Canary], texts: Iterable[tuple[Any, str]]) -> list[tuple[Canary, Any]]:
+def find_canaries(canaries: list[Canary], texts: Iterable[tuple[Any, str]], matcher: CanaryMatcher | None = None) -> list[tuple[Canary, Any]]:
     """Every (canary, where) pair whose canary text occurs in one of ``texts``
     (``(where, text)``), texts in order and canaries in list order within
-    each; one pass per text (:class:`CanaryMatcher`), never every canary
-    against every text."""
+    each; one pass per text (:class:`CanaryMatcher`, built here unless the
+    caller passes the one for these ``canaries``), never every canary against
+    every text."""
     if not canaries:
         return []
-    matcher = CanaryMatcher([c.text for c in canaries])
+    if matcher is None:
+        matcher = CanaryMatcher([c.text for c in canaries])
     hits = []
     for where, text in texts:
         if not text:

@@ -20,7 +20,7 @@ from ..model import DetectionError, ReadOptions, Session, TrajkitError
 from . import paths as P
 from .actions import Action, normalize, observations, workspace_roots, Resolver
 from .anticheat import RuleConfig, scan_actions
-from .canary import compare_manifest, extract_canaries, find_canaries, list_files, load_manifest, workspace_test_file_count, protected_files
+from .canary import CanaryMatcher, compare_manifest, extract_canaries, find_canaries, list_files, load_manifest, workspace_test_file_count, protected_files
 from .certificate import Certificate
 from .diff import DiffResult, git_diff, is_git_workspace, read_patch_file, rebuild_from_events
 from .diffrules import scan_diff
@@ -234,7 +234,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         step_of = {st.observation_event_id: st.step_id for sess in session.walk() for st in sess.steps if st.observation_event_id is not None}
         texts = [({"event_id": e.id, "step_id": step_of.get(e.id), **({"session": label} if label else {})}, t) for e, t, label in obs]
         seen_rules: set[tuple[str, str]] = set()
-        for c, where in find_canaries(canaries, texts):
+        matcher = CanaryMatcher([c.text for c in canaries])
+        for c, where in find_canaries(canaries, texts, matcher):
             key = ("leak", c.file)
             if key in seen_rules:
                 continue
@@ -242,7 +243,7 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
             findings.append(Finding("canary-leak", HIGH, f"protected content from {c.file} appeared in an observation (a read)",
                                     [{**where, "file": c.file, "line": c.line, "text": c.text[:200]}], "canary"))
         added = [({"file": f.path, "line": l.new_no}, l.text) for f in diff.files for l in f.added if not P.match_any(f.path, protect)]
-        for c, where in find_canaries(canaries, added):
+        for c, where in find_canaries(canaries, added, matcher):
             key = ("copy", c.file + "->" + where["file"])
             if key in seen_rules:
                 continue
