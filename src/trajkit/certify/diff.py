@@ -3,11 +3,15 @@ revision, untracked files, renames and deletions included) or, without git,
 rebuilt from the record's file-editor events, and parsed into per-file line
 changes for the diff rules.
 
-Git is run read-only with respect to the workspace: the changes are staged
-into a temporary index whose new objects go to a temporary object directory,
-so neither the index nor ``.git/objects`` of the workspace is touched, and
-hooks, fsmonitor, external diff drivers, textconv and clean filters are
-switched off.
+Git never runs the workspace's code and never reads a working-tree file:
+the files are hashed here (symlinks as their target, special files never
+opened), the changed blobs go to a temporary object directory, the tree is
+built in a temporary index and two trees are diffed, with every config
+source that could start a program (filters, textconv, external diff, hooks,
+fsmonitor, pager; from any include, the worktree config, the global or
+system config or ``GIT_*`` variables) out of reach, and replace objects off
+(replace refs and grafts are reported as tampering). Neither the index,
+``.git/objects`` nor the refs of the workspace are touched.
 """
 
 from __future__ import annotations
