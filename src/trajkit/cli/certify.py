@@ -196,7 +196,7 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
         bad: list = []
         results = certify_many(items, opts, jobs=max(1, jobs), progress=lambda d, t: prog.update(task, completed=d), bad=bad)
     for b in bad:
-        err.print(f"trajkit: {b.path}: {b.message} [{b.code}]", markup=False)
+        click.echo(f"trajkit: {b.path}: {b.message} [{b.code}]", err=True)  # one unwrapped line per input
     if out_dir:
         od = Path(out_dir)
         for i, (it, c) in enumerate(results):
