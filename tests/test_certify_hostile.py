@@ -537,3 +537,16 @@ def test_canary_matcher_finds_every_planted_canary_and_nothing_else():
     cs = [Canary(t, f"f{i}", i) for i, t in enumerate(canaries)]
     hits = find_canaries(cs, [(n, t) for n, t in enumerate(texts)])
     assert hits == [(cs[i], n) for n, t in enumerate(texts) for i, c in enumerate(canaries) if c in t]
+
+
+def test_a_repository_of_another_owner_is_refused_not_trusted(tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("needs root to hand the repository to another user")
+    ws = tmp_path / "ws"
+    base = cheating_repo(ws)
+    for d, dirs, files in os.walk(ws):
+        for x in [d, *(os.path.join(d, f) for f in files)]:
+            os.lchown(x, 65534, 65534)
+    proc, cert = certify_json(FINISHED, "--workspace", ws, "--base", base, *gate(tmp_path))
+    assert cert["diff"]["source"] == "git" and not cert["diff"]["trustworthy"]
+    assert "owned by another user" in cert["diff"]["reason"] and cert["state"] == "FailedUnverifiable"

@@ -312,6 +312,8 @@ def is_git_workspace(workspace: str) -> bool:
         p = _git(os.path.realpath(workspace), "rev-parse", "--is-inside-work-tree", check=False, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
+    if p.returncode != 0 and b"dubious ownership" in p.stderr:
+        return True  # a repository git refuses: git_diff says so (never a silent fallback to the record)
     return p.returncode == 0 and p.stdout.strip() == b"true"
 
 
@@ -588,6 +590,9 @@ def git_diff(workspace: str, base: str | None = None, force_include: list[str] |
                 "--relative=" + rel_ws if rel_ws != "." else "--no-relative", rev_id, new_tree, env=env, timeout=600,
             ).stdout.decode("utf-8", "replace")
     except (_GitError, OSError, subprocess.SubprocessError, ValueError) as e:
+        if "dubious ownership" in str(e):
+            return DiffResult("git", False, f"git refuses {ws}: the repository is owned by another user, and certify does not "
+                              "override safe.directory (its config could run code); certify as the repository's owner", base=base)
         return DiffResult("git", False, f"git diff failed: {e}", base=base)
     files = parse_unified(out, "git")
     return DiffResult("git", True, f"git diff against {rev_label}", base=rev_id, files=files, text=out, notes=notes, tampering=tampering)
