@@ -301,14 +301,28 @@ def match_action_path(rel: str | None, absolute: str | None, globs) -> str | Non
     return None
 
 
+@functools.lru_cache(maxsize=256)
+def _glob_set(globs: tuple[str, ...]) -> tuple[list[Glob], re.Pattern[str] | None]:
+    """The compiled globs, and (when every glob has one) an alternation of
+    their required literals: a path holding none of them matches none."""
+    gl = [compile_glob(g) for g in globs]
+    lits = {g.required for g in gl}
+    if not gl or "" in lits:
+        return gl, None
+    return gl, re.compile("|".join(re.escape(x) for x in sorted(lits, key=len, reverse=True)))
+
+
 def match_any(path: str, globs) -> str | None:
     """The first glob of ``globs`` that ``path`` matches, or None."""
     p = norm(path)
     if p.startswith("/"):
         p = p[1:]
-    for g in globs:
-        if compile_glob(g).match(p):
-            return g
+    gl, pre = _glob_set(tuple(globs))
+    if pre is not None and pre.search(p) is None:
+        return None
+    for g in gl:
+        if g.match(p):
+            return g.glob
     return None
 
 
