@@ -123,10 +123,10 @@ def _wildcard_hit(target: str, cfg: RuleConfig) -> str | None:
     if not cfg.protected_present or not any(c in target for c in "*?["):
         return None
     try:
-        rx = P._glob_re(P.norm(target))
+        gl = P.compile_glob(P.norm(target))
     except Exception:  # an odd pattern: no claim
         return None
-    hit = next((p for p in cfg.protected_present if rx.match(p)), None)
+    hit = next((p for p in cfg.protected_present if gl.match(p)), None)
     return f"a wildcard naming {hit}" if hit else None
 
 

@@ -129,12 +129,60 @@ def is_certificate(doc: Any) -> bool:
     return isinstance(doc, dict) and doc.get("schema") == SCHEMA and doc.get("state") in TERMINAL_STATES
 
 
+_OBJECT_MEMBERS = ("run", "engine", "gate", "anticheat", "diff", "capabilities", "criteria_met", "versions")
+_LIST_MEMBERS = ("findings", "evidence", "diagnostics")
+
+
+def certificate_problem(doc: Any) -> str | None:
+    """Why ``doc`` is not a usable certificate (a member of the wrong type,
+    an unknown state or schema), or None when it is one."""
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    if doc.get("schema") != SCHEMA:
+        return f"schema is {doc.get('schema')!r}, not {SCHEMA!r}"
+    if doc.get("state") not in TERMINAL_STATES:
+        return f"state {doc.get('state')!r} is not one of the terminal states"
+    if not isinstance(doc.get("reason", ""), str):
+        return f"reason is {type(doc['reason']).__name__}, not a string"
+    for k in ("claimed_success", "false_completion", "false_claim"):
+        if k in doc and not isinstance(doc[k], bool):
+            return f"{k} is {doc[k]!r}, not true/false"
+    for k in _OBJECT_MEMBERS:
+        if doc.get(k) is not None and not isinstance(doc[k], dict):
+            return f"{k} is {type(doc[k]).__name__}, not an object"
+    for k in _LIST_MEMBERS:
+        v = doc.get(k)
+        if v is not None and (not isinstance(v, list) or not all(isinstance(x, dict) for x in v)):
+            return f"{k} is not a list of objects"
+    if doc.get("created_at") is not None and not isinstance(doc["created_at"], str):
+        return "created_at is not a string"
+    run = doc.get("run") or {}
+    cost = run.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, (int, float))):
+        return f"run.cost_usd is {cost!r}, not a number"
+    if run.get("path") is not None and not isinstance(run["path"], str):
+        return "run.path is not a string"
+    g = doc.get("gate") or {}
+    if g.get("holdout") is not None and not isinstance(g["holdout"], list):
+        return "gate.holdout is not a list"
+    return None
+
+
+def read_certificate(path: str | os.PathLike) -> tuple[Certificate | None, str | None]:
+    """``(certificate, None)``, or ``(None, why)`` when the file cannot be read
+    or is not a well-formed certificate."""
+    doc, diags = load_file(path, 256 << 20)
+    if doc is MISSING:
+        return None, "; ".join(d.message for d in diags) or "unreadable"
+    why = certificate_problem(doc)
+    if why:
+        return None, why
+    return Certificate.from_dict(doc), None
+
+
 def load_certificate(path: str | os.PathLike) -> Certificate | None:
-    """A certificate read back from JSON, or None when the file is not one."""
-    doc, _ = load_file(path, 256 << 20)
-    if doc is MISSING or not is_certificate(doc):
-        return None
-    return Certificate.from_dict(doc)
+    """A certificate read back from JSON, or None when the file is not a well-formed one."""
+    return read_certificate(path)[0]
 
 
 # ---------------------------------------------------------------- ASF outcome entry

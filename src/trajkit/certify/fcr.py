@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .certificate import Certificate, load_certificate
+from .certificate import Certificate, read_certificate
 from .pipeline import CertifyOptions, certify
 from .states import SUCCEEDED, TERMINAL_STATES
 
@@ -91,35 +91,55 @@ def expand(paths: Iterable[str], on_problem: Callable[[str], None] | None = None
     return out
 
 
-def _certify_item(args: tuple[Item, CertifyOptions]) -> tuple[Item, dict[str, Any]]:
+def _certify_item(args: tuple[Item, CertifyOptions]) -> tuple[Item, dict[str, Any] | None, str | None]:
     item, opts = args
     if item.kind == "certificate":
-        c = load_certificate(item.path)
-        if c is not None:
-            return item, c.to_dict()
-        item = Item(item.path, "run")
-    return item, certify(item.path, opts).to_dict()
+        c, why = read_certificate(item.path)
+        if c is None:
+            return item, None, why
+        return item, c.to_dict(), None
+    return item, certify(item.path, opts).to_dict(), None
 
 
-def certify_many(items: list[Item], opts: CertifyOptions, jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> list[tuple[Item, Certificate]]:
-    """Certificates for every item (read back or certified), in input order."""
+@dataclass(slots=True)
+class BadInput:
+    """An input that could not be counted (a malformed certificate): its path, a stable code and why."""
+
+    path: str
+    message: str
+    code: str = "fcr.bad-certificate"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": "error", "code": self.code, "path": self.path, "message": self.message}
+
+
+def certify_many(items: list[Item], opts: CertifyOptions, jobs: int = 1, progress: Callable[[int, int], None] | None = None,
+                 bad: list[BadInput] | None = None) -> list[tuple[Item, Certificate]]:
+    """Certificates for every item (read back or certified), in input order.
+    A certificate file that is not a well-formed certificate is left out and
+    appended to ``bad`` (never a traceback, never counted as a run)."""
     results: list[tuple[Item, Certificate] | None] = [None] * len(items)
     work = [(it, opts) for it in items]
     done = 0
+
+    def take(i: int, it: Item, d: dict[str, Any] | None, why: str | None) -> None:
+        nonlocal done
+        if d is None:
+            if bad is not None:
+                bad.append(BadInput(it.path, f"not a usable certificate: {why}"))
+        else:
+            results[i] = (it, Certificate.from_dict(d))
+        done += 1
+        if progress:
+            progress(done, len(items))
+
     if jobs > 1 and len(items) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as ex:
-            for i, (it, d) in enumerate(ex.map(_certify_item, work, chunksize=4)):
-                results[i] = (it, Certificate.from_dict(d))
-                done += 1
-                if progress:
-                    progress(done, len(items))
+            for i, (it, d, why) in enumerate(ex.map(_certify_item, work, chunksize=4)):
+                take(i, it, d, why)
     else:
         for i, w in enumerate(work):
-            it, d = _certify_item(w)
-            results[i] = (it, Certificate.from_dict(d))
-            done += 1
-            if progress:
-                progress(done, len(items))
+            take(i, *_certify_item(w))
     return [r for r in results if r is not None]
 
 
@@ -137,6 +157,7 @@ class FcrReport:
     costed_runs: int = 0
     states: dict[str, int] = field(default_factory=lambda: {s: 0 for s in TERMINAL_STATES})
     per_run: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def fcr(self) -> float | None:
@@ -160,6 +181,7 @@ class FcrReport:
             "cost_per_success_usd": round(self.cost_usd / self.states.get(SUCCEEDED, 0), 6) if self.costed_runs and self.states.get(SUCCEEDED, 0) else None,
             "states": self.states,
             "runs_detail": self.per_run,
+            **({"problems": self.problems} if self.problems else {}),
         }
 
 

@@ -100,6 +100,18 @@ def _int_or_none(v: Any) -> int | None:
     return None
 
 
+def _count_problem(v: Any, where: str, xml: bool = False) -> str | None:
+    """Why a declared count is unusable (negative, fractional, not finite, not a number), or None.
+    JSON counts must be numbers; XML attributes are digit strings."""
+    if v is None:
+        return None
+    if xml:
+        return None if isinstance(v, str) and v.strip().isdigit() else f"{where} is {v!r}, not a non-negative integer"
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or _int_or_none(v) is None:
+        return f"{where} is {v!r}, not a non-negative integer"
+    return None
+
+
 def _dedupe(checks: list[Check]) -> list[Check]:
     """Give repeated ids a ``#n`` suffix so every check keeps its own verdict."""
     seen: dict[str, int] = {}
@@ -124,15 +136,29 @@ def parse_junit(data: bytes, source: str = "") -> ResultSet:
     if root.tag not in ("testsuite", "testsuites"):
         rs.problem = f"not a JUnit report (root element <{root.tag}>)"
         return rs
-    declared: int | None = _int_or_none(root.get("tests")) if root.tag == "testsuites" else None
-    if declared is None:
-        top = [root] if root.tag == "testsuite" else root.findall("testsuite")
-        counts = [_int_or_none(s.get("tests")) for s in top]
-        if counts and all(c is not None for c in counts):
-            declared = sum(c for c in counts if c is not None)
+    # a count that is there must be a count: tests="-5" or failures="x" fails closed
+    for el in [root, *root.iter("testsuite")]:
+        for attr in ("tests", "failures", "errors", "skipped", "disabled"):
+            why = _count_problem(el.get(attr), f"<{el.tag} {attr}=...>", xml=True)
+            if why:
+                rs.problem = f"malformed JUnit report: {why}"
+                return rs
+    top = [root] if root.tag == "testsuite" else root.findall("testsuite")
+
+    def total(attr: str) -> int | None:
+        if root.tag == "testsuites" and root.get(attr) is not None:
+            return _int_or_none(root.get(attr))
+        counts = [_int_or_none(s.get(attr)) for s in top]
+        return sum(c for c in counts if c is not None) if counts and all(c is not None for c in counts) else None
+
+    declared = total("tests")
     rs.declared = declared
     cases = root.iter("testcase")
     for tc in cases:
+        if not (tc.get("name") or "").strip():
+            rs.problem = "malformed JUnit report: a <testcase> has no name"
+            rs.checks = []
+            return rs
         name = tc.get("name") or "?"
         cls = tc.get("classname") or tc.get("file") or ""
         cid = f"{cls}::{name}" if cls else name
@@ -144,6 +170,10 @@ def parse_junit(data: bytes, source: str = "") -> ResultSet:
             rs.checks.append(Check(cid, False, SKIPPED))
         else:
             rs.checks.append(Check(cid, True, PASSED))
+    red = sum(1 for c in rs.checks if c.status in (FAILED, ERRORED))
+    said_red = [total("failures"), total("errors")]
+    if any(v is not None for v in said_red) and sum(v or 0 for v in said_red) > red:
+        rs.problem = f"JUnit report declares {sum(v or 0 for v in said_red)} failures/errors but lists {red}"
     rs.checks = _dedupe(rs.checks)
     return rs
 
@@ -159,18 +189,33 @@ def parse_ctrf(doc: Any, source: str = "") -> ResultSet:
         rs.problem = "CTRF report has no results.tests list"
         return rs
     summary = results.get("summary") if isinstance(results.get("summary"), dict) else {}
+    if "summary" in results and not isinstance(results.get("summary"), dict):
+        rs.problem = "malformed CTRF report: results.summary is not an object"
+        return rs
+    for key in ("tests", "passed", "failed", "pending", "skipped", "other"):
+        why = _count_problem(summary.get(key), f"summary.{key}")
+        if why:
+            rs.problem = f"malformed CTRF report: {why}"
+            return rs
     rs.declared = _int_or_none(summary.get("tests"))
     for i, t in enumerate(tests):
         if not isinstance(t, dict):
             rs.notes.append(f"test #{i} is not an object; counted as failed")
             rs.checks.append(Check(f"#{i}", False, FAILED))
             continue
+        if not isinstance(t.get("name"), str) or not t["name"].strip():
+            rs.problem = f"malformed CTRF report: test #{i} has no name"
+            rs.checks = []
+            return rs
         name = str(t.get("name") or f"#{i}")
         suite = t.get("suite") or t.get("filePath")
         if isinstance(suite, list):
             suite = "/".join(map(str, suite))
         cid = f"{suite}::{name}" if suite and not name.startswith(str(suite)) else name
         rs.checks.append(_status_check(cid, t.get("status")))
+    failed = _int_or_none(summary.get("failed"))
+    if failed is not None and failed > sum(1 for c in rs.checks if c.status in (FAILED, ERRORED)):
+        rs.problem = f"CTRF summary declares {failed} failed tests but lists fewer"
     rs.checks = _dedupe(rs.checks)
     return rs
 
@@ -186,6 +231,11 @@ def parse_pytest_json(doc: Any, source: str = "") -> ResultSet:
         rs.problem = "pytest JSON report tests is not a list"
         return rs
     summary = doc.get("summary") if isinstance(doc.get("summary"), dict) else {}
+    for key in ("collected", "total", "passed", "failed", "error", "skipped"):
+        why = _count_problem(summary.get(key), f"summary.{key}")
+        if why:
+            rs.problem = f"malformed pytest JSON report: {why}"
+            return rs
     rs.declared = _int_or_none(summary.get("collected"))
     if rs.declared is None:
         rs.declared = _int_or_none(summary.get("total"))

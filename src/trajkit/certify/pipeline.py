@@ -20,7 +20,7 @@ from ..model import DetectionError, ReadOptions, Session, TrajkitError
 from . import paths as P
 from .actions import Action, normalize, observations, workspace_roots, Resolver
 from .anticheat import RuleConfig, scan_actions
-from .canary import compare_manifest, extract_canaries, find_canaries, load_manifest, workspace_test_file_count, protected_files
+from .canary import CanaryMatcher, compare_manifest, extract_canaries, find_canaries, list_files, load_manifest, workspace_test_file_count, protected_files
 from .certificate import Certificate
 from .diff import DiffResult, git_diff, is_git_workspace, read_patch_file, rebuild_from_events
 from .diffrules import scan_diff
@@ -33,6 +33,16 @@ from .states import CRITICAL, FAILED_UNVERIFIABLE, HIGH, EngineOutcome, downgrad
 UNREADABLE_CODES = {
     "file.unreadable", "file.too-large", "file.empty", "json.not-utf8", "json.invalid",
     "jsonl.invalid-line", "jsonl.truncated-line",
+}
+
+#: Reader diagnostics that mean part of the record is missing (a gap): events
+#: after a missing index not read, a leaf or parent that names an event the
+#: record does not hold, event files or sub-agents left unread, ids that jump.
+#: What was not read cannot be vouched for, whatever the format.
+RECORD_GAP_CODES = {
+    "sdk.event-gap", "sdk.events-missing", "sdk.events-unreadable", "sdk.event-bad-name", "sdk.event-duplicate-index",
+    "sdk.leaf-missing", "sdk.parent-missing", "sdk.parent-unreadable", "sdk.children-too-deep", "sdk.dir-unreadable",
+    "v0.id-gap", "v0.shard-gap", "v0.shard-size",
 }
 
 _HISTORY_REWRITE = re.compile(r"\bgit\b(?:\s+-[cC]\s+\S+)*\s+(?:commit|reset|rebase|am|merge|cherry-pick|revert|checkout|switch|stash|filter-branch|update-ref|replace)\b")
@@ -68,6 +78,11 @@ def _trajectory_problems(session: Session) -> list[str]:
             if d.code in UNREADABLE_CODES or d.severity == ERROR:
                 out.append(str(d))
     return out
+
+
+def _record_gaps(session: Session) -> list[str]:
+    """The reader diagnostics that say part of the record is missing (:data:`RECORD_GAP_CODES`)."""
+    return [str(d) for s in session.walk() for d in s.diagnostics if d.code in RECORD_GAP_CODES and d.code not in UNREADABLE_CODES and d.severity != ERROR]
 
 
 def _harness_holdout(session: Session) -> ResultSet | None:
@@ -161,10 +176,18 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     if problems:
         incomplete.insert(0, f"unreadable trajectory: {len(problems)} problem(s), first: {problems[0]}")
         diagnostics.extend({"severity": "error", "code": "certify.trajectory-incomplete", "message": p} for p in problems[:50])
+    gaps = _record_gaps(session)
+    if gaps:
+        incomplete.insert(len(problems) and 1, f"record incomplete: {len(gaps)} gap(s), first: {gaps[0]}")
+        diagnostics.extend({"severity": "error", "code": "certify.record-incomplete", "message": g} for g in gaps[:50])
     actions = normalize(session, ws, opts.agent_workspace)
-    present = tuple(protected_files(ws, protect)) if ws and os.path.isdir(ws) else ()
+    listing = list_files(ws) if ws and os.path.isdir(ws) else None
+    files = listing.files if listing is not None else None
+    if listing is not None and not listing.complete:
+        incomplete.append(listing.incomplete_reason or "workspace scan incomplete")
+    present = tuple(protected_files(ws, protect, files)) if listing is not None else ()
     # the visible suite: test files the agent may run (protected ones are not part of it)
-    test_count = workspace_test_file_count(ws, exclude=set(present)) if ws and os.path.isdir(ws) else None
+    test_count = workspace_test_file_count(ws, exclude=set(present), files=files) if listing is not None else None
     if manifest is not None and not manifest.problem:
         present += tuple(f for f, info in manifest.files.items() if info.get("set") == "protected" and f not in present)
     cfg = RuleConfig(protect=protect, history_forbidden=opts.history_forbidden, test_file_count=test_count, protected_present=present)
@@ -176,8 +199,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         hint = " (certify with --workspace on the git work tree and --base REV for a real diff)" if diff.source == "events" else ""
         incomplete.append(f"no trustworthy diff: {diff.reason}{hint}")
     has_ws = bool(ws and os.path.isdir(ws))
-    diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff) if has_ws else None,
-                              _package_dirs(ws) if has_ws else None)
+    diff_findings = scan_diff(diff.files, protect, _visible_literals(ws, set(present), diff, files) if has_ws else None,
+                              _package_dirs(ws, files) if has_ws else None)
     if diff.source == "events":
         step_of_event = {st.action_event_id: st.step_id for st in session.steps if st.action_event_id is not None}
         step_of_event.update({st.observation_event_id: st.step_id for st in session.steps if st.observation_event_id is not None})
@@ -187,6 +210,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
                 if steps:
                     ev["step_ids"] = steps
     findings.extend(diff_findings)
+    for t in diff.tampering:  # refs/replace/*, info/grafts: objects or history swapped under the diff
+        findings.append(Finding("git-tampering", CRITICAL, t["message"], [{k: v for k, v in t.items() if k != "message"}], "diff"))
     evidence.append({"kind": "diff", "source": diff.source, "base": diff.base, "files": len(diff.files)})
 
     # --- before manifest and canaries
@@ -194,24 +219,23 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
     if manifest is not None and not manifest.problem:
         canaries = list(manifest.canaries)
         if ws and os.path.isdir(ws):
-            for ch in compare_manifest(manifest, ws, protect):
+            for ch in compare_manifest(manifest, ws, protect, files):
                 findings.append(Finding("gate-tampering", CRITICAL, f"{ch['set']} file {ch['file']} {ch['change']} since the before-run manifest", [ch], "manifest"))
         else:
             incomplete.append("a before manifest was given but no --workspace to compare it with")
     elif ws and os.path.isdir(ws):
-        prot = protected_files(ws, protect)
+        prot = protected_files(ws, protect, files)
         if prot:
             changed = {f.path for f in diff.files} | {f.old_path for f in diff.files if f.old_path}
-            from .canary import walk_files
-
-            unchanged = {r for r in walk_files(ws) if r not in changed} if diff.source == "git" and diff.trustworthy else None
-            canaries = extract_canaries(ws, prot, [session.task or ""], unchanged_only=unchanged)
+            unchanged = {r for r in files or () if r not in changed} if diff.source == "git" and diff.trustworthy else None
+            canaries = extract_canaries(ws, prot, [session.task or ""], unchanged_only=unchanged, files=files)
     if canaries:
         obs = observations(session)
         step_of = {st.observation_event_id: st.step_id for sess in session.walk() for st in sess.steps if st.observation_event_id is not None}
         texts = [({"event_id": e.id, "step_id": step_of.get(e.id), **({"session": label} if label else {})}, t) for e, t, label in obs]
         seen_rules: set[tuple[str, str]] = set()
-        for c, where in find_canaries(canaries, texts):
+        matcher = CanaryMatcher([c.text for c in canaries])
+        for c, where in find_canaries(canaries, texts, matcher):
             key = ("leak", c.file)
             if key in seen_rules:
                 continue
@@ -219,7 +243,7 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
             findings.append(Finding("canary-leak", HIGH, f"protected content from {c.file} appeared in an observation (a read)",
                                     [{**where, "file": c.file, "line": c.line, "text": c.text[:200]}], "canary"))
         added = [({"file": f.path, "line": l.new_no}, l.text) for f in diff.files for l in f.added if not P.match_any(f.path, protect)]
-        for c, where in find_canaries(canaries, added):
+        for c, where in find_canaries(canaries, added, matcher):
             key = ("copy", c.file + "->" + where["file"])
             if key in seen_rules:
                 continue
@@ -258,7 +282,7 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
         findings=fdicts,
         evidence=evidence,
         capabilities={
-            "trajectory": "incomplete" if problems else "complete",
+            "trajectory": "incomplete" if problems or gaps else "complete",
             "actions": len(actions),
             "diff": diff.source if diff.trustworthy else f"{diff.source} (untrustworthy)",
             "tests": "reported (not re-run by trajkit)",
@@ -286,7 +310,7 @@ def _cost(session: Session) -> float | None:
     return None
 
 
-def _visible_literals(ws: str, protected: set[str], diff: DiffResult):
+def _visible_literals(ws: str, protected: set[str], diff: DiffResult, files: list[str] | None = None):
     """Literals of the visible test files (the workspace's test files that are not protected),
     as the run left them, plus what the run removed from them."""
     from .canary import _read_text, walk_files
@@ -294,7 +318,7 @@ def _visible_literals(ws: str, protected: set[str], diff: DiffResult):
 
     out = VisibleLiterals()
     n = 0
-    for rel in walk_files(ws):
+    for rel in walk_files(ws) if files is None else files:
         if rel in protected or not P.is_test_file(rel):
             continue
         text = _read_text(os.path.join(ws, rel))
@@ -309,11 +333,11 @@ def _visible_literals(ws: str, protected: set[str], diff: DiffResult):
     return out
 
 
-def _package_dirs(ws: str) -> set[str]:
+def _package_dirs(ws: str, files: list[str] | None = None) -> set[str]:
     """Workspace directories holding an ``__init__.py`` (workspace-relative, "" for the root)."""
     from .canary import walk_files
 
-    return {r.rsplit("/", 1)[0] if "/" in r else "" for r in walk_files(ws) if r.rsplit("/", 1)[-1] == "__init__.py"}
+    return {r.rsplit("/", 1)[0] if "/" in r else "" for r in (walk_files(ws) if files is None else files) if r.rsplit("/", 1)[-1] == "__init__.py"}
 
 
 def _collect_diff(session: Session, actions: list[Action], opts: CertifyOptions, ws: str | None, protect: tuple[str, ...]) -> DiffResult:

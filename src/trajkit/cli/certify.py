@@ -193,7 +193,10 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
                           history_forbidden=history == "forbidden")
     with progress("certifying", err, elapsed=True, disable=not err.is_terminal) as prog:
         task = prog.add_task("certify", total=len(items))
-        results = certify_many(items, opts, jobs=max(1, jobs), progress=lambda d, t: prog.update(task, completed=d))
+        bad: list = []
+        results = certify_many(items, opts, jobs=max(1, jobs), progress=lambda d, t: prog.update(task, completed=d), bad=bad)
+    for b in bad:
+        click.echo(f"trajkit: {b.path}: {b.message} [{b.code}]", err=True)  # one unwrapped line per input
     if out_dir:
         od = Path(out_dir)
         for i, (it, c) in enumerate(results):
@@ -203,9 +206,11 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
             except OSError as e:
                 fail(f"cannot write into {out_dir}: {e.strerror}")
     rep = report((it.path, c) for it, c in results)
+    rep.problems = [b.to_dict() for b in bad]
+    status = EXIT_CHECK_FAILED if bad else EXIT_OK  # an input could not be counted
     if as_json:
         echo_json(rep.to_dict())
-        sys.exit(EXIT_OK)
+        sys.exit(status)
     from rich.table import Table
 
     con = console(highlight=False)
@@ -231,4 +236,6 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     if d["cost_usd"] is not None:
         cps = "n/a" if d["cost_per_success_usd"] is None else f"${d['cost_per_success_usd']:.4f}"
         con.print(f"cost ${d['cost_usd']:.4f} over {rep.costed_runs} run(s) with a recorded cost   cost per success {cps}")
-    sys.exit(EXIT_OK)
+    if bad:
+        con.print(f"{len(bad)} input(s) not counted: malformed certificate(s) (see stderr)")
+    sys.exit(status)
