@@ -112,13 +112,10 @@ class Certificate:
         )
 
     def write(self, path: str | os.PathLike) -> Path:
-        """Write the certificate as indented JSON (atomically: temp file, then rename)."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + f".tmp{os.getpid()}")
-        tmp.write_bytes(dumps(self.to_dict(), indent=True) + b"\n")
-        os.replace(tmp, p)
-        return p
+        """Write the certificate as indented JSON, atomically (:mod:`trajkit.atomic`)."""
+        from ..atomic import write_atomic
+
+        return write_atomic(path, dumps(self.to_dict(), indent=True) + b"\n")
 
 
 def versions() -> dict[str, Any]:
@@ -237,9 +234,11 @@ def append_outcome(asf_path: str | os.PathLike, cert: Certificate, now: datetime
         raise ValueError(f"{p}: the final line is cut off; appending after it would corrupt the file")
     leaf = f.main_leaf()
     entry = A.make_entry("outcome", leaf, _ts(now), outcome_payload(cert, leaf))
+    from ..atomic import write_atomic
+
     data = p.read_bytes()
-    with open(p, "ab") as fh:
-        if data and not data.endswith(b"\n"):
-            fh.write(b"\n")
-        fh.write(A.entry_line(entry) + b"\n")
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    # the whole file again, atomically: a kill leaves the old file or the new one
+    write_atomic(p, data + A.entry_line(entry) + b"\n")
     return entry

@@ -98,3 +98,101 @@ def progress(label: str | None, out, elapsed: bool = False, **options: Any):
     if elapsed:
         columns.append(TimeElapsedColumn())
     return Progress(*columns, console=out, transient=True, **options)
+
+
+def out_console(width: int | None = None, **kw: Any):
+    """The rich console for a verb's text output on stdout. On a terminal it
+    is the terminal's width; piped, it is ``COLUMNS`` (or 80), never wider;
+    ``width`` caps it further."""
+    import os
+
+    cols: int | None = None
+    if not sys.stdout.isatty():
+        env = os.environ.get("COLUMNS", "")
+        cols = int(env) if env.isdigit() and int(env) > 0 else 80
+    if width:
+        cols = min(cols or console(**kw).width, width)
+    return console(highlight=False, width=cols, **kw)
+
+
+class LiveProgress:
+    """A transient progress display on stderr, shown only when stderr is a
+    terminal (so piped or redirected output never holds it), drawn from its
+    first moment: ``status(text)`` while a count is not known yet, then
+    ``start(total, text)`` and ``update(done)``."""
+
+    def __init__(self) -> None:
+        self.console = console(stderr=True)
+        self.enabled = self.console.is_terminal
+        self._p = None
+        self._task = None
+
+    def __enter__(self) -> "LiveProgress":
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+            self._p = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                               TimeElapsedColumn(), console=self.console, transient=True)
+            self._p.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._p is not None:
+            self._p.stop()
+
+    def status(self, text: str) -> None:
+        if self._p is not None:
+            if self._task is None:
+                self._task = self._p.add_task(text, total=None)
+            else:
+                self._p.update(self._task, description=text, total=None)
+            self._p.refresh()
+
+    def start(self, total: int, text: str) -> None:
+        if self._p is not None:
+            if self._task is None:
+                self._task = self._p.add_task(text, total=total)
+            else:
+                self._p.reset(self._task, total=total, description=text)
+            self._p.refresh()
+
+    def update(self, done: int, total: int | None = None, text: str | None = None) -> None:
+        if self._p is not None and self._task is not None:
+            kw: dict[str, Any] = {"completed": done}
+            if total is not None:
+                kw["total"] = total
+            if text is not None:
+                kw["description"] = text
+            self._p.update(self._task, **kw)
+
+
+def warn_secrets(found: list[dict[str, Any]], limit: int = 10) -> None:
+    """``secret.detected`` warnings on stderr: kind and place, never the value."""
+    if not found:
+        return
+    kinds: dict[str, int] = {}
+    for f in found:
+        kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
+    summary = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))
+    click.echo(f"trajkit: warning: {len(found)} secret(s) in the output ({summary}); "
+               "pass --redact-secrets to replace them", err=True)
+    for f in found[:limit]:
+        where = [f["file"]]
+        if f.get("line") is not None:
+            where[0] += f":{f['line']}"
+        for key in ("entry", "event_id", "step", "pointer", "offset"):
+            if f.get(key) is not None:
+                where.append(f"{key} {f[key]}")
+        click.echo(f"  warning[secret.detected] {f['kind']} in {', '.join(map(str, where))}", err=True)
+    if len(found) > limit:
+        click.echo(f"  … and {len(found) - limit} more", err=True)
+
+
+def redaction_options(f):
+    """--redact-secrets, --redact-secret VALUE, --redact-home."""
+    f = click.option("--redact-home", is_flag=True, help="Replace home directories (/home/<user>, /Users/<user>, /root) with ~.")(f)
+    f = click.option("--redact-secret", "secrets", multiple=True, help="Replace this value with [REDACTED] everywhere (repeatable).")(f)
+    f = click.option("--redact-secrets", is_flag=True,
+                     help="Replace credentials found by pattern (API keys, tokens, Bearer values, private keys) "
+                          "with [REDACTED:<kind>]. Without it they are only reported (secret.detected).")(f)
+    return f

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CHECK_FAILED, EXIT_OK, console, echo_json, fail, format_option, progress, size_option
+from ._common import EXIT_CHECK_FAILED, EXIT_OK, console, echo_json, fail, format_option, out_console, progress, size_option
 
 _STATE_STYLE = {
     "Succeeded": "bold green",
@@ -29,7 +29,7 @@ def _split_globs(values) -> tuple[str, ...]:
 def _print_certificate(cert) -> None:
     from rich.table import Table
 
-    con = console(highlight=False, soft_wrap=True)
+    con = out_console()
     con.print(f"[{_STATE_STYLE.get(cert.state, 'bold')}]{cert.state}[/]  {cert.reason}", markup=True)
     run = cert.run or {}
     con.print(f"run      {run.get('path')}  ({run.get('format')}, {run.get('events', '?')} events, {run.get('steps', '?')} steps)", markup=False)
@@ -107,11 +107,12 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
 
         globs = _split_globs(protect) + (() if no_default_protect else DEFAULT_PROTECT)
         doc = snapshot(workspace, globs)
+        from ..atomic import OutputError, write_atomic
+
         try:
-            Path(snapshot_out).parent.mkdir(parents=True, exist_ok=True)
-            Path(snapshot_out).write_bytes(dumps(doc, indent=True) + b"\n")
-        except OSError as e:
-            fail(f"cannot write {snapshot_out}: {e.strerror}")
+            write_atomic(snapshot_out, dumps(doc, indent=True) + b"\n")
+        except OutputError as e:
+            fail(str(e))
         if as_json:
             echo_json({"manifest": snapshot_out, "files": len(doc["files"]), "canaries": len(doc["canaries"])})
         else:
@@ -213,7 +214,7 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
         sys.exit(status)
     from rich.table import Table
 
-    con = console(highlight=False)
+    con = out_console()
     t = Table(title="certified runs", show_header=True, header_style="bold")
     t.add_column("run", overflow="fold")
     t.add_column("state")

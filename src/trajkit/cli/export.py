@@ -8,7 +8,17 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, EXIT_OK, echo_json, fail, load_session
+from ._common import (
+    EXIT_CANNOT_RUN,
+    EXIT_CHECK_FAILED,
+    EXIT_OK,
+    LiveProgress,
+    echo_json,
+    fail,
+    load_session,
+    redaction_options,
+    warn_secrets,
+)
 
 
 @click.command("verify")
@@ -78,41 +88,66 @@ def echo_text(obj) -> str:
 @click.option("--to", "target", type=click.Choice(["asf", "atif"]), required=True, help="Output format.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to write into (created).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None, help="Write the loss report (JSON) here.")
-@click.option("--redact-secret", "secrets", multiple=True, help="Replace this value with [REDACTED] everywhere (repeatable).")
-@click.option("--redact-home", is_flag=True, help="Replace home directories (/home/<user>, /Users/<user>, /root) with ~.")
+@redaction_options
 @click.option("--no-passthrough", is_flag=True, help="Leave raw native events out of the output (the report lists their members).")
 @click.option("--format", "format_name", default=None, help="Read as this format instead of detecting it.")
 @click.option("--max-file-bytes", type=int, default=1 << 30, show_default=True, help="Files larger than this are reported, not read.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (outputs, counts, checks) on stdout.")
-def convert_cmd(src, target, out_dir, report_path, secrets, redact_home, no_passthrough, format_name, max_file_bytes, as_json):
+def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, redact_home, no_passthrough, format_name,
+                max_file_bytes, as_json):
     """Convert the run at SRC to ASF 0.11 sessions or ATIF v1.8 documents.
 
     SRC may also be a directory holding many runs: each is converted into OUT
-    (progress on stderr) and the report covers them all.
+    (progress on stderr) and the report covers them all; two runs with the
+    same id are both kept (the later one's files get a -2 suffix; the clash is
+    reported as export.id-clash).
 
-    Every output is checked before the verb returns: ASF files are read back
-    and verified, ATIF documents validated with the ``atif`` package when it
-    is installed. Exit 0 done, 1 written but a check failed or an event went
-    unaccounted, 2 nothing readable at SRC.
+    Every output is written atomically and checked before the verb returns:
+    ASF files are read back and verified, ATIF documents validated with the
+    ``atif`` package ("validated": false, and why, when it is not installed).
+    Credentials found by pattern are reported (secret.detected: kind and
+    place, never the value) unless --redact-secrets replaces them. Exit 0
+    done, 1 written but a check failed or an event went unaccounted, 2 nothing
+    readable at SRC or an output that cannot be written.
     """
+    from ..atomic import OutputError
     from ..export.convert import convert, convert_many, find_runs
     from ..model import ReadOptions
 
+    kw = dict(passthrough=not no_passthrough, secrets=list(secrets), redact_home=redact_home, redact_secrets=redact_secrets)
+    report = Path(report_path) if report_path else None
     if format_name is None and Path(src).is_dir():
-        runs = find_runs(Path(src))
+        with LiveProgress() as bar:
+            bar.status(f"finding runs under {src}")
+            runs = find_runs(Path(src))
+            if len(runs) != 1 or runs[0] != Path(src):
+                # A directory holding many runs: convert each, one combined report.
+                if not runs:
+                    fail(f"{src}: no known format matches, and no run was found under it")
+                bar.start(len(runs), f"converting to {target}")
+
+                def step(done: int, total: int, run: Path) -> None:
+                    bar.update(done, total, f"converting to {target}: {run.name}" if done < total else f"converting to {target}")
+
+                try:
+                    results, combined, problems = convert_many(
+                        runs, target, Path(out_dir), read_options=ReadOptions(max_file_bytes=max_file_bytes),
+                        report_path=report, on_progress=step, **kw)
+                except OutputError as e:
+                    fail(str(e))
+                    raise  # unreachable
         if len(runs) != 1 or runs[0] != Path(src):
-            # A directory holding many runs: convert each, one combined report.
-            if not runs:
-                fail(f"{src}: no known format matches, and no run was found under it")
-            results, combined, problems = convert_many(
-                runs, target, Path(out_dir), read_options=ReadOptions(max_file_bytes=max_file_bytes),
-                report_path=Path(report_path) if report_path else None, progress=not as_json,
-                passthrough=not no_passthrough, secrets=list(secrets), redact_home=redact_home,
-            )
             outputs = [str(p) for r in results for p in r.outputs]
+            clashes = combined.get("clashes", [])
             if as_json:
-                echo_json({"target": target, "ok": not problems, "runs": len(runs), "outputs": outputs,
-                           "problems": problems, "summary": combined["summary"]})
+                doc = {"target": target, "ok": not problems, "validated": combined["validated"]}
+                if "validation" in combined:
+                    doc["validation"] = combined["validation"]
+                doc.update({"runs": len(runs), "outputs": outputs, "problems": problems, "summary": combined["summary"],
+                            "secrets": combined["secrets"]})
+                if clashes:
+                    doc["clashes"] = clashes
+                echo_json(doc)
             else:
                 for o in outputs:
                     click.echo(o)
@@ -123,21 +158,23 @@ def convert_cmd(src, target, out_dir, report_path, secrets, redact_home, no_pass
                     f"{len(problems)} problem(s)" + (f"; report: {report_path}" if report_path else ""),
                     err=True,
                 )
+                if not combined["validated"]:
+                    click.echo(f"  not validated: {combined['validation']}", err=True)
                 for prob in problems:
                     click.echo(f"  {prob}", err=True)
+            _warn_clashes(clashes)
+            warn_secrets(combined["secrets"])
             sys.exit(EXIT_OK if not problems else EXIT_CHECK_FAILED)
 
-    session = load_session(src, format_name, max_file_bytes)
-    result = convert(
-        session,
-        target,
-        Path(out_dir),
-        passthrough=not no_passthrough,
-        secrets=list(secrets),
-        redact_home=redact_home,
-        report_path=Path(report_path) if report_path else None,
-        progress=not as_json,
-    )
+    with LiveProgress() as bar:
+        bar.status(f"reading {src}")
+        session = load_session(src, format_name, max_file_bytes)
+        bar.status(f"converting {Path(src).name} to {target}")
+        try:
+            result = convert(session, target, Path(out_dir), report_path=report, **kw)
+        except OutputError as e:
+            fail(str(e))
+            raise  # unreachable
     summary = result.summary()
     if as_json:
         echo_json(summary)
@@ -152,6 +189,15 @@ def convert_cmd(src, target, out_dir, report_path, secrets, redact_home, no_pass
             + (f"; report: {report_path}" if report_path else ""),
             err=True,
         )
+        if not result.validated:
+            click.echo(f"  not validated: {result.validation}", err=True)
         for prob in result.problems:
             click.echo(f"  {prob}", err=True)
+    warn_secrets(result.secrets)
     sys.exit(EXIT_OK if result.ok else EXIT_CHECK_FAILED)
+
+
+def _warn_clashes(clashes: list[dict]) -> None:
+    for c in clashes:
+        click.echo(f"trajkit: warning[export.id-clash] {c['source']}: another run of this batch has session id "
+                   f"{c['session']}; written as {c['written_as']} (not {c['name']})", err=True)

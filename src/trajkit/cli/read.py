@@ -20,10 +20,13 @@ from ._common import (
     fail,
     format_option,
     load_session,
+    out_console,
     print_diagnostics,
     progress as _progress,
+    redaction_options,
     size_option,
     tz_option,
+    warn_secrets,
 )
 
 
@@ -104,9 +107,9 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
             out.write(dumps(s.to_dict()) + b"\n")
         out.flush()
     else:
-        from ..view.terminal import print_steps_table
+        from ..view.terminal import draw_steps_table, steps_table
 
-        print_steps_table(session, per_view)
+        draw_steps_table(steps_table(session, per_view), console=out_console())
         print_diagnostics(session, "warning")
     expected = expect_steps
     if row is not None and expected is None:
@@ -126,13 +129,14 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
 @tz_option
 @size_option
 @click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
-@click.option("--width", type=int, default=400, show_default=True, help="Cut long texts to this many characters (0: never).")
+@click.option("--width", type=int, default=None,
+              help="Cut long texts to this many characters, and draw nothing wider (default: 400 characters; 0: never cut).")
 def show_cmd(path, format_name, tz, max_file_bytes, view, width):
     """Print the run at PATH as a readable transcript."""
-    from ..view.terminal import print_session
+    from ..view.terminal import draw_transcript, transcript
 
     session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
-    print_session(session, width=width)
+    draw_transcript(transcript(session), 400 if width is None else width, console=out_console(width or None))
 
 
 # ---------------------------------------------------------------- normalize
@@ -143,19 +147,33 @@ def show_cmd(path, format_name, tz, max_file_bytes, view, width):
 @format_option
 @tz_option
 @size_option
-@click.option("--view", default=None)
-@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, as_json):
-    """Write CodeTracer-compatible steps.json and task.md for the run at PATH."""
+@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@redaction_options
+@click.option("--json", "as_json", is_flag=True, help="Print what was written (and any secret.detected) as JSON.")
+def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, redact_secrets, secrets, redact_home, as_json):
+    """Write CodeTracer-compatible steps.json and task.md for the run at PATH.
+
+    Each file is written atomically. Credentials found by pattern are reported
+    on stderr (secret.detected: kind and place, never the value); exit 2 when
+    an output cannot be written."""
+    from ..atomic import OutputError
     from ..export.codetracer import write_normalized
+    from ..export.to_asf import Redactor
 
     session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
-    written = write_normalized(session, Path(out_dir))
+    redactor = Redactor(secrets=list(secrets), home=redact_home, patterns=redact_secrets)
+    try:
+        done = write_normalized(session, Path(out_dir), redactor=redactor)
+    except OutputError as e:
+        fail(str(e))
+        raise  # unreachable
     if as_json:
-        echo_json({"written": [str(p) for p in written], "step_count": len(session.steps), "view": session.view})
+        echo_json({"written": [str(p) for p in done.written], "step_count": len(session.steps), "view": session.view,
+                   "secrets": done.secrets})
     else:
-        for p in written:
+        for p in done.written:
             click.echo(str(p))
+    warn_secrets(done.secrets)
 
 
 # ---------------------------------------------------------------- ls, context (OpenHands SDK)
@@ -201,7 +219,7 @@ def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
         return
     from rich.table import Table
 
-    con = console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    con = out_console(soft_wrap=False)
     t = Table(expand=False)
     for col, kw in (("id", {}), ("title", {"max_width": 40, "overflow": "ellipsis"}), ("status", {}), ("events", {"justify": "right"}),
                     ("model", {}), ("cost", {"justify": "right"}), ("updated", {}), ("sub", {"justify": "right"})):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, load_session, size_option
+from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, load_session, out_console, size_option
 from ._common import progress as progress_bar
 
 
@@ -74,17 +74,19 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
                 fail(f"{path}: {e}" if len(rollouts) > 1 else str(e))
             results.append(result)
             sessions.append(session)
+    from ..atomic import write_atomic
+
     written = {}
     try:
         if out_path:
             written["turns"] = str(write_turns(results, out_path))
         if summary_path:
             summ = results[0].summary if len(rollouts) == 1 else [r.summary for r in results]
-            Path(summary_path).write_bytes(dumps(summ, indent=True) + b"\n")
+            write_atomic(summary_path, dumps(summ, indent=True) + b"\n")
             written["summary"] = summary_path
         if trl_path:
             trl = results[0].rollout_func() if len(rollouts) == 1 else merge_rollout_funcs(results)
-            Path(trl_path).write_bytes(dumps(trl) + b"\n")
+            write_atomic(trl_path, dumps(trl) + b"\n")
             written["trl"] = trl_path
     except (TrajkitError, OSError) as e:
         fail(str(e))
@@ -151,7 +153,7 @@ class _Progress:
 def _print_turns(result) -> None:
     from rich.table import Table
 
-    out = console()
+    out = out_console()
     table = Table(title=f"turns of {result.rollout}")
     for col in ("#", "turn", "prompt", "output", "logprobs", "trained", "prompt ids", "finish", "tool calls"):
         table.add_column(col)

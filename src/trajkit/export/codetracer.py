@@ -4,12 +4,14 @@
 Each step keeps its rendered action and observation, the native events it came
 from (path, line range and the event's JSON), thinking, parallel group, tool
 type and any CodeTraceBench labels; a manifest row's stages go to
-``stage_ranges.json``.
+``stage_ranges.json``. Every file is written atomically, and searched for
+secrets (``secret.detected``).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +24,26 @@ def _ref_dict(ref: Ref | None, content: Any) -> dict[str, Any] | None:
     return {"path": ref.path, "line_start": ref.line_start, "line_end": ref.line_end, "content": content}
 
 
-def write_normalized(session: Session, out_dir: Path) -> list[Path]:
+@dataclass
+class Normalized:
+    """What :func:`write_normalized` wrote, and the secrets found in it
+    (``{code, kind, file, pointer/line, step}``, never the value)."""
+
+    written: list[Path] = field(default_factory=list)
+    secrets: list[dict[str, Any]] = field(default_factory=list)
+
+
+def write_normalized(session: Session, out_dir: Path, redactor: Any = None) -> Normalized:
     """Write CodeTracer-compatible ``steps.json`` and ``task.md`` (plus
-    ``stage_ranges.json`` when a manifest row gave stages) into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    ``stage_ranges.json`` when a manifest row gave stages) into ``out_dir``,
+    each atomically (:mod:`trajkit.atomic`; :class:`~trajkit.atomic.OutputError`
+    when it cannot be written). ``redactor`` (an
+    :class:`~trajkit.export.to_asf.Redactor`) rewrites every string first;
+    the outputs are then searched for secrets."""
+    from ..atomic import ensure_dir, write_atomic
+    from . import secrets as secret_scan
+
+    ensure_dir(out_dir)
     events = {e.id: e for e in session.events}
     rows = []
     for s in session.steps:
@@ -46,16 +64,37 @@ def write_normalized(session: Session, out_dir: Path) -> list[Path]:
         if s.labels:
             d["labels"] = s.labels
         rows.append(d)
-    written = []
-    p = out_dir / "steps.json"
-    p.write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    written.append(p)
-    p = out_dir / "task.md"
-    p.write_text((session.task or "") + ("\n" if session.task and not session.task.endswith("\n") else ""), encoding="utf-8")
-    written.append(p)
+    task = session.task or ""
     stages = (session.metadata.get("ctb") or {}).get("stages")
+    if redactor is not None and redactor.active:
+        rows = redactor.value(rows)
+        task = redactor.text(task)
+        stages = redactor.value(stages)
+    out = Normalized()
+
+    def found(p: Path, hits: list[dict[str, Any]], json_rows: list | None = None) -> None:
+        for h in hits:
+            rec = {"code": "secret.detected", "severity": "warning", "kind": h["kind"], "file": str(p)}
+            rec.update({k: v for k, v in h.items() if k != "kind"})
+            parts = str(h.get("pointer") or "").split("/")
+            if json_rows is not None and len(parts) > 1 and parts[1].isdigit() and int(parts[1]) < len(json_rows):
+                rec["step"] = json_rows[int(parts[1])].get("step_id")
+            out.secrets.append(rec)
+
+    p = out_dir / "steps.json"
+    data = (json.dumps(rows, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    write_atomic(p, data, make_parents=False)
+    out.written.append(p)
+    found(p, secret_scan.scan_json_bytes(data, rows), rows)
+    p = out_dir / "task.md"
+    data = (task + ("\n" if task and not task.endswith("\n") else "")).encode("utf-8")
+    write_atomic(p, data, make_parents=False)
+    out.written.append(p)
+    found(p, secret_scan.scan_text_bytes(data))
     if stages:
         p = out_dir / "stage_ranges.json"
-        p.write_text(json.dumps(stages, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        written.append(p)
-    return written
+        data = (json.dumps(stages, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        write_atomic(p, data, make_parents=False)
+        out.written.append(p)
+        found(p, secret_scan.scan_json_bytes(data, stages))
+    return out

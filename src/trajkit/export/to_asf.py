@@ -50,6 +50,7 @@ from ..model import (
 )
 from ..spec import asf
 from ..spec.asf.codec import _classify
+from . import secrets as secret_patterns
 
 NS = "trajkit"
 NATIVE = "trajkit:native"
@@ -62,33 +63,40 @@ _NEW_ROOT = object()
 
 @dataclass
 class Redactor:
-    """Rewrites secrets and home directories inside every string written."""
+    """Rewrites secrets and home directories inside every string written:
+    the values given (``secrets``), home directories (``home``) and, with
+    ``patterns``, every credential :mod:`trajkit.export.secrets` finds."""
 
     secrets: list[str] = field(default_factory=list)
     home: bool = False
+    patterns: bool = False
     count: int = 0
 
     _HOME = re.compile(r"(/home/[^/\s\"']+|/Users/[^/\s\"']+|/root)(?=[/\s\"']|$)")
 
     @property
     def active(self) -> bool:
-        return bool(self.secrets) or self.home
+        return bool(self.secrets) or self.home or self.patterns
 
-    def text(self, s: str) -> str:
+    def text(self, s: str, auth_value: bool = False) -> str:
         for sec in self.secrets:
             if sec and sec in s:
                 self.count += s.count(sec)
                 s = s.replace(sec, "[REDACTED]")
+        if self.patterns:
+            s, n = secret_patterns.redact(s, auth_value=auth_value)
+            self.count += n
         if self.home:
             s, n = self._HOME.subn("~", s)
             self.count += n
         return s
 
-    def value(self, v: Any) -> Any:
+    def value(self, v: Any, auth_value: bool = False) -> Any:
         if isinstance(v, str):
-            return self.text(v)
+            return self.text(v, auth_value)
         if isinstance(v, dict):
-            return {(self.text(k) if isinstance(k, str) else k): self.value(x) for k, x in v.items()}
+            return {(self.text(k) if isinstance(k, str) else k): self.value(x, self.patterns and secret_patterns.is_auth_key(k))
+                    for k, x in v.items()}
         if isinstance(v, list):
             return [self.value(x) for x in v]
         return v

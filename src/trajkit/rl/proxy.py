@@ -33,7 +33,6 @@ import os
 import re
 import signal
 import stat
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -1026,19 +1025,11 @@ async def _send(resp, data: bytes) -> bool:
 
 
 def _write_meta(out_dir: Path, meta: dict[str, Any]) -> None:
-    """``OUT/proxy.json``, replaced atomically (a fresh temporary file, renamed)."""
+    """``OUT/proxy.json``, replaced atomically (:mod:`trajkit.atomic`)."""
+    from ..atomic import write_atomic
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix=".proxy.json.", dir=out_dir)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n")
-            os.replace(tmp, out_dir / "proxy.json")
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomic(out_dir / "proxy.json", orjson.dumps(meta, option=orjson.OPT_INDENT_2) + b"\n", make_parents=False)
     except OSError as e:
         raise ProxyError(f"{out_dir / 'proxy.json'}: cannot write: {e.strerror or e}") from e
 

@@ -474,20 +474,19 @@ def write_turns(result: TurnsResult | list[TurnsResult], path: str | os.PathLike
     """Write the turns' rows (of one rollout or several, in order) to
     ``path``: ``.jsonl`` (one row a line), ``.json`` (a list of rows) or
     ``.parquet`` (needs pyarrow)."""
+    from ..atomic import atomic_open, write_atomic
     from ..jsonio import dumps
 
     p = Path(path)
     results = result if isinstance(result, list) else [result]
     rows = [row for r in results for row in r.rows()]
     suffix = p.suffix.lower()
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
     if suffix == ".jsonl":
-        with open(tmp, "wb") as f:
+        with atomic_open(p) as f:
             for r in rows:
                 f.write(dumps(r) + b"\n")
     elif suffix == ".json":
-        tmp.write_bytes(dumps(rows, indent=True) + b"\n")
+        write_atomic(p, dumps(rows, indent=True) + b"\n")
     elif suffix == ".parquet":
         try:
             import pyarrow as pa
@@ -511,8 +510,8 @@ def write_turns(result: TurnsResult | list[TurnsResult], path: str | os.PathLike
         for r in rows:
             if not isinstance(r["turn"], int):
                 r["turn"] = None
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+        with atomic_open(p) as f:
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), f)
     else:
         raise TrajkitError(f"{p}: unknown output type {suffix or '(none)'}; use .jsonl, .json or .parquet")
-    os.replace(tmp, p)
     return p

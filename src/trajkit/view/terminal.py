@@ -2,7 +2,7 @@
 drawn through ``rich`` (``trajkit show`` and the ``trajkit steps`` table).
 
 Output degrades to plain text when stdout is not a terminal (no colour codes
-in pipes, a 200-column page instead of rich's 80-column default). Long texts
+in pipes, ``COLUMNS`` or 80 columns wide). Long texts
 are cut to a width here, never in the tree.
 
 Agent output is hostile: every text that comes from the run (ids, types,
@@ -22,10 +22,14 @@ from .transcript import StepsTable, Transcript, steps_table, transcript
 
 
 def _console():
+    import os
+
     from rich.console import Console
 
-    # Pipes get a wide page instead of rich's 80-column default.
-    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    # Piped: COLUMNS, else 80 (rich would take the width of a terminal on stderr).
+    env = os.environ.get("COLUMNS", "")
+    piped = int(env) if env.isdigit() and int(env) > 0 else 80
+    return Console(highlight=False, soft_wrap=False, width=None if sys.stdout.isatty() else piped)
 
 
 def _text(*parts: Any):
