@@ -568,3 +568,12 @@ def test_show_width_60_draws_nothing_wider(tmp_path):
     assert r.returncode == 0, r.stderr
     assert _widest(r.stdout) <= 60, _widest(r.stdout)
     assert "─" * 60 in r.stdout or "━" * 60 in r.stdout  # the rule is still drawn, 60 wide
+
+
+def test_fcr_progress_goes_to_stderr_and_stdout_holds_data_only(tmp_path):
+    runs = CORPUS / "openhands_v1" / "certifier_fixtures" / "conversations"
+    code, stdout, tty = _with_stderr_tty(["fcr", runs, "--json"], _env(COLUMNS="100", TERM="xterm"))
+    assert code == 0, tty
+    doc = json.loads(stdout)  # nothing but the document
+    assert doc["runs"] == len([p for p in runs.iterdir() if p.is_dir()])
+    assert "finding runs" in tty and "certifying" in tty, tty[:500]

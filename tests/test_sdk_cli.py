@@ -27,7 +27,8 @@ def test_ls_json_lists_conversations_not_subagents(cli, corpus):
     assert set(server) >= {"id", "title", "execution_status", "events", "model", "cost", "updated"}
 
 
-def test_ls_table_and_errors(cli, corpus, tmp_path):
+def test_ls_table_and_errors(cli, corpus, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # piped output is COLUMNS wide (80 unset); the full id needs more
     p = cli("ls", corpus / COND, check=True)
     assert "01234567-89ab-cdef-0123-456789abcdef" in p.stdout and "finished" in p.stdout and "openai/stub-model" in p.stdout
     p = cli("ls", tmp_path / "missing")

@@ -298,7 +298,7 @@ def test_rl_imports_no_format_module():
 HOSTILE = "[/x] fix [red]this[/red] :smile: [bold]"
 
 
-def test_markup_and_emoji_codes_in_a_run_print_as_written(tmp_path, cli):
+def test_markup_and_emoji_codes_in_a_run_print_as_written(tmp_path, cli, monkeypatch):
     """Texts from the run reach rich as text, never as markup: a closing tag
     in the task used to crash ``steps`` (MarkupError) and ``[abandoned
     branch]`` marks were swallowed as unknown styles."""
@@ -321,6 +321,7 @@ def test_markup_and_emoji_codes_in_a_run_print_as_written(tmp_path, cli):
            "timestamp": last["timestamp"], "parent_id": last["id"]}
     (dst / "events" / f"event-{len(files):05d}-{odd['id']}.json").write_text(json.dumps(odd))
 
+    monkeypatch.setenv("COLUMNS", "200")  # piped output is COLUMNS wide (80 unset): keep the task on one line
     steps = cli("steps", dst)
     assert steps.returncode == 0, steps.stderr
     assert f"): {HOSTILE}" in steps.stdout  # the task line

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CHECK_FAILED, EXIT_OK, console, echo_json, fail, format_option, out_console, progress, size_option
+from ._common import EXIT_CHECK_FAILED, EXIT_OK, LiveProgress, echo_json, fail, format_option, out_console, size_option
 
 _STATE_STYLE = {
     "Succeeded": "bold green",
@@ -186,16 +186,16 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     from ..certify import CertifyOptions
     from ..certify.fcr import certify_many, expand, report
 
-    err = console(stderr=True)
-    items = expand(paths, on_problem=lambda m: err.print(f"trajkit: {m}", markup=False))
-    if not items:
-        fail("no runs or certificates found")
     opts = CertifyOptions(workspace=workspace, protect=_split_globs(protect), format=format_name, max_file_bytes=max_file_bytes,
                           history_forbidden=history == "forbidden")
-    with progress("certifying", err, elapsed=True, disable=not err.is_terminal) as prog:
-        task = prog.add_task("certify", total=len(items))
-        bad: list = []
-        results = certify_many(items, opts, jobs=max(1, jobs), progress=lambda d, t: prog.update(task, completed=d), bad=bad)
+    bad: list = []
+    with LiveProgress() as bar:
+        bar.status("finding runs and certificates")
+        items = expand(paths, on_problem=lambda m: click.echo(f"trajkit: {m}", err=True))
+        if not items:
+            fail("no runs or certificates found")
+        bar.start(len(items), "certifying")
+        results = certify_many(items, opts, jobs=max(1, jobs), progress=lambda d, t: bar.update(d, t), bad=bad)
     for b in bad:
         click.echo(f"trajkit: {b.path}: {b.message} [{b.code}]", err=True)  # one unwrapped line per input
     if out_dir:
