@@ -81,16 +81,6 @@ def atif_validator() -> Callable[[dict[str, Any]], str | None] | None:
     return check
 
 
-def validate_atif(doc: dict[str, Any]) -> str | None:
-    """Harbor's schema check: None when valid, else the error. Raises
-    ImportError when the ``atif`` extra is not installed (a check that could
-    not run is not a pass)."""
-    check = atif_validator()
-    if check is None:
-        raise ImportError(ATIF_NOT_INSTALLED)
-    return check(doc)
-
-
 def _claim(out_dir: Path, name: str, taken: set[str] | None) -> str:
     """``name``, or ``name`` with a ``-2``, ``-3`` ... suffix before its
     extension when an earlier run of the same batch wrote it."""
