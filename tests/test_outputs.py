@@ -454,16 +454,20 @@ def test_secret_patterns_run_in_linear_time():
         lambda n: "AKIA" * (n // 4),
         lambda n: "ghp_" + "a" * n,
     ]
-    for make in hostile:
-        times = []
-        for n in (200_000, 800_000):
-            text = make(n)
+    def best_of_3(text: str) -> float:
+        best = float("inf")
+        for _ in range(3):
             t0 = time.perf_counter()
             list(secrets.find(text))
             secrets.redact(text)
-            times.append(time.perf_counter() - t0)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    for make in hostile:
+        times = [best_of_3(make(n)) for n in (200_000, 800_000)]
         assert times[1] < 2.0, times
-        assert times[1] < 12 * times[0] + 0.05, times  # 4x the input: far from quadratic
+        # 4x the input: linear is ~4x, quadratic 16x (the slack absorbs a loaded machine)
+        assert times[1] < 10 * times[0] + 0.1, times
 
 
 def test_secret_patterns_leave_ordinary_text_alone():
