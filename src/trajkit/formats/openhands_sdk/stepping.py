@@ -20,13 +20,14 @@ from ...diagnostics import INFO
 from ...jsonio import dumps_python
 from ...model import Session, SpawnLink, Step
 from ...steps import blank_safe, render_action
+from ...vocab.openhands import SDK_TOOLS
 from .fields import action_call, action_kind, action_reasoning, answer_text, response_id_of, texts
 from .tree import ABANDONED
 
 _ANSWER_TYPES = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 
 #: Tools whose rendering is one argument, as in V0.
-SINGLE_ARGUMENT_TOOLS = {"terminal": "command", "think": "thought"}
+SINGLE_ARGUMENT_TOOLS = SDK_TOOLS.single_argument()
 #: Action kinds standing in for a missing tool name.
 _TOOL_OF_ACTION_KIND = {
     "TerminalAction": "terminal",
