@@ -230,6 +230,7 @@ class Event:
     - ``model_usage``: ``usage`` as a typed :class:`Usage` (consumers read
       this one; the dict stays for the outputs that print it).
     - ``cwd``: on an observation, the absolute working directory it reports.
+    - ``tools``: on a system event, the tool declarations given to the model.
     """
 
     id: Any
@@ -257,6 +258,8 @@ class Event:
     model_usage: "Usage | None" = None
     #: The absolute working directory an observation reports its command ran in.
     cwd: str | None = None
+    #: On a system event: the tool declarations given to the model, as written.
+    tools: list[Any] | None = None
     _derive: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -308,12 +311,23 @@ class Event:
         return d
 
 
+def native_record(event: Event) -> Any:
+    """``event``'s native record, to be carried along untouched (the ATIF
+    ``extra``, ASF unknown members, the loss report's member list).
+
+    The one way a consumer touches :attr:`Event.raw`: it may copy or list
+    the record, never read facts out of it in a native shape (those are the
+    reader's to normalize; ``tests/test_no_raw.py`` holds the line).
+    """
+    return event.raw
+
+
 #: The fields a lazy :class:`Event` derives, with their defaults (callables make a fresh value).
 _DERIVED_DEFAULTS: dict[str, Any] = {
     "source": None, "role": None, "timestamp": None, "text": None, "tool_calls": list, "call_id": None,
     "cause": None, "response_id": None, "reasoning": None, "usage": None, "parent_id": None, "extra": dict,
     "branch": None,
-    "edit": None, "model_usage": None, "cwd": None,
+    "edit": None, "model_usage": None, "cwd": None, "tools": None,
 }
 
 
@@ -369,6 +383,8 @@ class Step:
     cost: float | None = None
     children: list["Session"] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``usage`` and ``cost`` typed (issue 9): consumers read this one.
+    model_usage: "Usage | None" = None
 
     def to_dict(self) -> dict[str, Any]:
         """The CodeTracer ``steps.json`` shape, plus trajkit's extras."""
@@ -613,6 +629,7 @@ class Usage:
     total: int | None = None
     cost: float | None = None
     source: str | None = None
+    model: str | None = None
 
     @classmethod
     def from_counts(cls, counts: Any, source: str | None) -> "Usage | None":
@@ -648,6 +665,7 @@ class Usage:
             total=num("total_tokens"),
             cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
             source=source,
+            model=counts["model"] if isinstance(counts.get("model"), str) else None,
         )
 
 
@@ -698,7 +716,8 @@ class RunInfo:
 
     - ``harness`` / ``harness_version``: the harness that ran the agent and its version.
     - ``agent``: the agent (class / kind) inside the harness.
-    - ``models``: the LLM models the run called, first one first.
+    - ``models``: the LLM models the run called, first one first;
+      ``reasoning_effort``: the effort setting the run's model was given.
     - ``benchmark`` / ``instance_id`` / ``trial_id``: where the run sits in a benchmark.
     - ``workspace``: the agent's working directory as recorded;
       ``default_workspace``: the harness's sandbox directory when the record
@@ -713,6 +732,7 @@ class RunInfo:
     harness_version: str | None = None
     agent: str | None = None
     models: list[str] = field(default_factory=list)
+    reasoning_effort: str | None = None
     benchmark: str | None = None
     instance_id: str | None = None
     trial_id: str | None = None

@@ -580,7 +580,7 @@ def _kind_type(raw: Any) -> tuple[str, str]:
 
 
 _DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning",
-            "usage", "parent_id", "extra", "edit", "cwd")
+            "usage", "parent_id", "extra", "edit", "cwd", "tools")
 
 
 def _derive(raw: Any) -> dict[str, Any]:
@@ -630,6 +630,7 @@ def full_event(raw: Any, ref: Ref | None) -> Event:
             ev = Event(eid, SYSTEM, action, raw, source, "system", ts, content if type(content) is str else None, ref=ref)
             if type(a.get("tools")) is list:
                 ev.extra["tools"] = a["tools"]
+                ev.tools = a["tools"]
             return ev
         thought = a.get("thought")
         if type(thought) is not str or not thought.strip():
@@ -641,6 +642,8 @@ def full_event(raw: Any, ref: Ref | None) -> Event:
             ev = Event(eid, CONDENSATION, action, raw, source, None, ts, summary if type(summary) is str else None, ref=ref)
             if type(a.get("forgotten_event_ids")) is list:
                 ev.extra["forgotten_event_ids"] = a["forgotten_event_ids"]
+            elif type(a.get("forgotten_events_start_id")) is int and type(a.get("forgotten_events_end_id")) is int:
+                ev.extra["forgotten_event_ids"] = list(range(a["forgotten_events_start_id"], a["forgotten_events_end_id"] + 1))
             return ev
         calls, rid, model, reasoning = _llm_facts(raw, args, action)
         ev = Event(eid, ACTION, action, raw, source, "assistant" if source == "agent" else None, ts, thought, calls,
@@ -1024,6 +1027,7 @@ def build_steps(session: Session) -> list[Step]:
                 parallel_group=e.response_id if _parallel(raw) else None,
                 usage=_usage_tokens(e.usage) if "llm_metrics" in raw else None,
                 cost=e.usage.get("cost") if "llm_metrics" in raw and e.usage else None,
+                model_usage=e.model_usage if "llm_metrics" in raw else None,
             )
         )
     session.metadata["actions_without_observation"] = unanswered

@@ -477,6 +477,7 @@ def build_steps(session: Session) -> list[Step]:
                 parallel_group=e.response_id or e.id if len(answered) > 1 else None,
                 usage=e.usage if k == 0 else None,
                 extra={"call_id": tc.call_id},
+                model_usage=e.model_usage if k == 0 else None,
             ))
     return steps
 

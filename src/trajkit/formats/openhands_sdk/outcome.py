@@ -26,6 +26,8 @@ def run_facts(session: Session, name: str) -> None:
     run.agent = agent if isinstance(agent, str) else None
     if isinstance(md.get("model"), str):
         run.models = [md["model"]]
+    effort = md.get("reasoning_effort")
+    run.reasoning_effort = effort if isinstance(effort, str) else None
     wd = md.get("working_dir")
     run.workspace = wd if isinstance(wd, str) else None
     cost = md.get("accumulated_cost")

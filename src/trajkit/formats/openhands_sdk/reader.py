@@ -310,6 +310,9 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
         if dc is not None and isinstance(dc.get("text"), str):
             extra["dynamic_context"] = dc["text"]
         extra["tool_names"] = [t.get("title") or t.get("name") for t in v.tools if isinstance(t, dict)]
+        tools = g("tools")
+        if type(tools) is list:
+            ev.tools = tools
     elif kind == "Condensation":
         v = CondensationView(raw)
         ev.response_id = v.llm_response_id
@@ -519,7 +522,7 @@ _ANSWER_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentEr
 #: Kinds whose ``response_id`` is their ``llm_response_id`` (every other kind has none).
 #: The fields a lazy event derives (:meth:`Event.lazy`).
 _DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id",
-            "edit", "cwd")
+            "edit", "cwd", "tools")
 
 
 def _derive(tz: Any, added: dict[str, Any], raw: dict) -> dict[str, Any]:
