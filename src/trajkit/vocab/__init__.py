@@ -93,7 +93,7 @@ def file_op(name: str, args: dict[str, Any]) -> tuple[str, str | None]:
     elif name in ("write", "WriteFileAction", "FileWriteAction", "create_file"):
         op, content = WRITE_OP, args.get("content") or args.get("file_text")
     elif isinstance(cmd, str):
-        op = EDIT_OP if cmd in EDITOR_WRITE_COMMANDS else READ_OP
+        op = WRITE_OP if cmd == "create" else EDIT_OP if cmd in EDITOR_WRITE_COMMANDS else READ_OP
         content = args.get("file_text") if cmd == "create" else args.get("new_str") if cmd in ("str_replace", "insert") else None
         if name == "edit" and cmd == "" and args.get("content"):
             content = args.get("content")
