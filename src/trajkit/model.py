@@ -10,6 +10,10 @@ away: it stays in ``raw``.
 
 Everything here is plain data (dataclasses of builtins), so sessions pickle
 across a process pool and serialize with :meth:`Session.to_dict`.
+
+The typed facts consumers read instead of ``raw`` (``ToolCall.op`` and its
+normalized arguments, ``Event.edit``, ``Usage``, ``Session.outcome``,
+``Session.run``) are described in ``docs/facts.md``.
 """
 
 from __future__ import annotations
@@ -92,6 +96,12 @@ class ToolCall:
 
     A reader may hand over the arguments as the JSON text the model wrote
     (:meth:`lazy`); they are decoded on first access.
+
+    The typed facts (``op``, ``action``, ``input`` and the normalized
+    arguments) are what consumers read; a reader fills them from its
+    harness's tool table (:meth:`trajkit.vocab.ToolTable.call`), on first
+    access. They take no part in equality and are not in :meth:`to_dict`.
+    See ``docs/facts.md``.
     """
 
     name: str

@@ -166,6 +166,8 @@ class ToolSpec:
     def describe(self, call: ToolCall, action: str | None, input: Any) -> None:
         """Fill ``call``'s typed facts (op, action, input and the normalized arguments)."""
         name = action if action is not None else call.name
+        if not isinstance(name, str):
+            name = str(name)
         args = input if isinstance(input, dict) else mapping(call.arguments if input is None else input)
         op = self.op if self.op is not None and _fits(self.op, args) else classify(name, args)
         call.op = op

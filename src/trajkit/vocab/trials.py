@@ -85,6 +85,8 @@ def trial_outcome(results: list[TrialResult], claimed: bool, evidence: list[dict
     if tb:
         fm = tb.get("failure_mode")
         evidence.append({"source": "results.json", "failure_mode": fm, "is_resolved": tb.get("is_resolved")})
+        if not isinstance(fm, str):
+            fm = None  # written as anything else: no failure mode
         if fm in TB_BUDGET:
             return Outcome(False, budget_exhausted=True, status=str(fm), signal=f"terminal-bench failure_mode {fm}", claimed_success=claimed, evidence=evidence)
         if fm in TB_BLOCKED:

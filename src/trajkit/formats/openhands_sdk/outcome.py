@@ -95,6 +95,7 @@ def _classify_error(raw: dict[str, Any]) -> tuple[str, str]:
     code = str(raw.get("code") or "")
     detail = str(raw.get("detail") or raw.get("error") or "")
     kind = raw.get("kind")
+    kind = kind if isinstance(kind, str) else None
     cls = _d(raw.get("classification"))
     text = f"{code}: {detail}" if code else (detail or str(kind))
     if kind in BUDGET_KINDS or code in BUDGET_CODES:
@@ -122,10 +123,12 @@ def _errors_after_last_user(session: Session) -> list[Event]:
     out = []
     for e in events[last_user + 1 :]:
         raw = _d(e.raw)
-        kind = raw.get("kind") or e.type
+        kind = e.type  # the native kind, as the reader read it
         if kind in ("ConversationErrorEvent", "ServerErrorEvent") or kind in BUDGET_KINDS:
             # a legacy-tail error hung off an abandoned branch is not this run's end
             parent = raw.get("parent_id", e.parent_id)
+            if not isinstance(parent, (str, int)):
+                parent = e.parent_id  # a parent written as anything else names no event
             if active is not None and parent not in (None, "__root__") and parent not in active:
                 continue
             out.append(e)
