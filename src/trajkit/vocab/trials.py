@@ -10,6 +10,7 @@ helpers, and lets :func:`trial_outcome` speak first when it sets
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +31,15 @@ TB_BLOCKED = frozenset({"agent_installation_failed", "test_timeout", "parse_erro
 def find_verifier_dir(root: str) -> str | None:
     """The harbor ``verifier/`` directory (with ``ctrf.json`` or ``reward.txt``)
     at ``root`` or up to three directories above it (as a path built on ``root``)."""
-    r = Path(root)
-    for d in [r, *list(r.parents)[:3]]:
-        v = d / "verifier"
-        if v.is_dir() and ((v / "ctrf.json").is_file() or (v / "reward.txt").is_file()):
-            return str(v)
+    d = str(Path(root))
+    for _ in range(4):
+        v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it
+        if os.path.isdir(v) and (os.path.isfile(os.path.join(v, "ctrf.json")) or os.path.isfile(os.path.join(v, "reward.txt"))):
+            return v
+        parent = os.path.dirname(d) or "."
+        if parent == d:
+            break
+        d = parent
     return None
 
 
