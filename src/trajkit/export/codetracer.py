@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..model import Ref, Session
+from ..model import Ref, Session, native_record
 
 
 def _ref_dict(ref: Ref | None, content: Any) -> dict[str, Any] | None:
@@ -35,8 +35,8 @@ def write_normalized(session: Session, out_dir: Path) -> list[Path]:
             "step_id": s.step_id,
             "action": s.action,
             "observation": s.observation,
-            "action_ref": _ref_dict(s.action_ref, json.dumps(a.raw, ensure_ascii=False) if a else None),
-            "observation_ref": _ref_dict(s.observation_ref, json.dumps(o.raw, ensure_ascii=False) if o else None),
+            "action_ref": _ref_dict(s.action_ref, json.dumps(native_record(a), ensure_ascii=False) if a else None),
+            "observation_ref": _ref_dict(s.observation_ref, json.dumps(native_record(o), ensure_ascii=False) if o else None),
         }
         if s.thinking is not None:
             d["thinking"] = s.thinking
