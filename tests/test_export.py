@@ -369,7 +369,7 @@ def test_event_tree_becomes_an_asf_tree(corpus, tmp_path):
 def test_token_ids_and_logprobs_reach_atif_metrics():
     """A reader that captured token ids and logprobs (Event.extra) gets them in
     the step metrics; a hand-built session, since no corpus source has them."""
-    from trajkit.model import Event, Session, ToolCall
+    from trajkit.model import Event, Session, ToolCall, Usage
 
     s = Session(format="hand-built", source_path="mem", id="tok")
     s.events = [
@@ -377,6 +377,7 @@ def test_token_ids_and_logprobs_reach_atif_metrics():
         Event(id=2, kind="action", type="run", raw={"id": 2}, source="agent", role="assistant", timestamp="2026-01-01T00:00:01Z",
               text="running", tool_calls=[ToolCall(name="run", arguments={"command": "ls"}, call_id="c1")], response_id="r1",
               usage={"prompt_tokens": 5, "completion_tokens": 3, "cost": 0.25},
+              model_usage=Usage(input=5, output=3, cost=0.25, source="hand-built"),
               extra={"prompt_token_ids": [1, 2, 3, 4, 5], "completion_token_ids": [7, 8, 9], "logprobs": [-0.1, -0.2, -0.3]}),
         Event(id=3, kind="observation", type="run", raw={"id": 3}, source="environment", role="tool", timestamp="2026-01-01T00:00:02Z",
               text="a.txt", call_id="c1", cause=2),

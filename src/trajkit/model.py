@@ -10,6 +10,10 @@ away: it stays in ``raw``.
 
 Everything here is plain data (dataclasses of builtins), so sessions pickle
 across a process pool and serialize with :meth:`Session.to_dict`.
+
+The typed facts consumers read instead of ``raw`` (``ToolCall.op`` and its
+normalized arguments, ``Event.edit``, ``Usage``, ``Session.outcome``,
+``Session.run``) are described in ``docs/facts.md``.
 """
 
 from __future__ import annotations
@@ -92,12 +96,41 @@ class ToolCall:
 
     A reader may hand over the arguments as the JSON text the model wrote
     (:meth:`lazy`); they are decoded on first access.
+
+    The typed facts (``op``, ``action``, ``input`` and the normalized
+    arguments) are what consumers read; a reader fills them from its
+    harness's tool table (:meth:`trajkit.vocab.ToolTable.call`), on first
+    access. They take no part in equality and are not in :meth:`to_dict`.
+    See ``docs/facts.md``.
     """
 
     name: str
     arguments: Any = None
     call_id: str | None = None
     _text: Any = field(default=None, repr=False, compare=False)
+    # --- typed facts (issue 9), set from the harness's tool table (:mod:`trajkit.vocab`).
+    #: What the call does: one of :data:`TOOL_OPS` (None when no table described it).
+    op: str | None = field(default=None, compare=False)
+    #: The action the harness executed for this call, when it records one
+    #: under its own name (OpenHands V0 ``run``, SDK ``TerminalAction``);
+    #: else the tool name.
+    action: str | None = field(default=None, compare=False)
+    #: The argument mapping as the harness executed it (the parsed action
+    #: when the harness records one, else the decoded call arguments; a
+    #: value that is no mapping is kept as ``{"_raw": value}``).
+    input: dict[str, Any] | None = field(default=None, compare=False)
+    #: Normalized arguments, as the table names them: the shell command or
+    #: program text (``shell``, ``code``), the file or directory path, the
+    #: content written (a whole file, inserted text or a patch; the finish
+    #: message for ``finish``; a rendering for ``other``), the text an edit
+    #: replaces and its replacement, and the URL fetched.
+    command: str | None = field(default=None, compare=False)
+    path: str | None = field(default=None, compare=False)
+    content: str | None = field(default=None, compare=False)
+    old: str | None = field(default=None, compare=False)
+    new: str | None = field(default=None, compare=False)
+    url: str | None = field(default=None, compare=False)
+    _spec: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
     def lazy(cls, name: str, arguments_json: str, call_id: str | None) -> "ToolCall":
@@ -106,10 +139,29 @@ class ToolCall:
         c.name = name
         c.call_id = call_id
         c._text = arguments_json
+        c._spec = None
+        return c
+
+    @classmethod
+    def described(cls, spec: Any, name: str, arguments: Any, call_id: str | None, *, lazy_json: bool = False,
+                  action: str | None = None, input: Any = None) -> "ToolCall":
+        """A call whose typed facts (``op``, ``input``, ``command``, ...) are
+        filled by ``spec.describe(call)`` on first access. ``spec`` is a
+        :class:`trajkit.vocab.ToolSpec`; ``lazy_json``: ``arguments`` is the
+        JSON text the model wrote, decoded on first access. ``action`` /
+        ``input``: the executed action's name and mapping, when the harness
+        records one apart from the call."""
+        c = cls.lazy(name, arguments, call_id) if lazy_json else cls(name, arguments, call_id)
+        c._spec = (spec, action, input)
+        for f in _TOOL_FACTS:
+            try:
+                object.__delattr__(c, f)
+            except AttributeError:
+                pass
         return c
 
     def __getattr__(self, name: str) -> Any:
-        # Only reached for a slot never assigned: the lazy arguments.
+        # Only reached for a slot never assigned: the lazy arguments, or the typed facts.
         if name == "arguments":
             text = object.__getattribute__(self, "_text")
             from .jsonio import MISSING, loads
@@ -118,10 +170,23 @@ class ToolCall:
             self.arguments = text if value is MISSING else value
             self._text = None
             return self.arguments
+        if name in _TOOL_FACTS:
+            pending = object.__getattribute__(self, "_spec")
+            for f in _TOOL_FACTS:
+                object.__setattr__(self, f, None)
+            self._spec = None
+            if pending is not None:
+                spec, action, input = pending
+                spec.describe(self, action, input)
+            return object.__getattribute__(self, name)
         raise AttributeError(name)
 
     def to_dict(self) -> dict[str, Any]:
         return {"call_id": self.call_id, "name": self.name, "arguments": self.arguments}
+
+
+#: The slots of :class:`ToolCall` a tool table fills.
+_TOOL_FACTS = ("op", "action", "input", "command", "path", "content", "old", "new", "url")
 
 
 # Normalized event kinds. A reader sets ``Event.kind`` to one of these; the
@@ -170,6 +235,12 @@ class Event:
       that path but still part of the conversation, e.g. state updates) or
       ``abandoned`` (a branch the conversation left); None for a linear log.
     - ``ref``: where it was read from.
+    - ``edit``: the :class:`FileEdit` an editor / write result records
+      (set by the reader; consumers rebuild diffs from it, never from ``raw``).
+    - ``model_usage``: ``usage`` as a typed :class:`Usage` (consumers read
+      this one; the dict stays for the outputs that print it).
+    - ``cwd``: on an observation, the absolute working directory it reports.
+    - ``tools``: on a system event, the tool declarations given to the model.
     """
 
     id: Any
@@ -190,6 +261,15 @@ class Event:
     ref: Ref | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     branch: str | None = None
+    # --- typed facts (issue 9)
+    #: The file change this event records (an editor's or a write's result), else None.
+    edit: "FileEdit | None" = None
+    #: ``usage`` typed: the figures of the model call this event is the first of.
+    model_usage: "Usage | None" = None
+    #: The absolute working directory an observation reports its command ran in.
+    cwd: str | None = None
+    #: On a system event: the tool declarations given to the model, as written.
+    tools: list[Any] | None = None
     _derive: Any = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -241,11 +321,23 @@ class Event:
         return d
 
 
+def native_record(event: Event) -> Any:
+    """``event``'s native record, to be carried along untouched (the ATIF
+    ``extra``, ASF unknown members, the loss report's member list).
+
+    The one way a consumer touches :attr:`Event.raw`: it may copy or list
+    the record, never read facts out of it in a native shape (those are the
+    reader's to normalize; ``tests/test_no_raw.py`` holds the line).
+    """
+    return event.raw
+
+
 #: The fields a lazy :class:`Event` derives, with their defaults (callables make a fresh value).
 _DERIVED_DEFAULTS: dict[str, Any] = {
     "source": None, "role": None, "timestamp": None, "text": None, "tool_calls": list, "call_id": None,
     "cause": None, "response_id": None, "reasoning": None, "usage": None, "parent_id": None, "extra": dict,
     "branch": None,
+    "edit": None, "model_usage": None, "cwd": None, "tools": None,
 }
 
 
@@ -301,6 +393,8 @@ class Step:
     cost: float | None = None
     children: list["Session"] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: ``usage`` and ``cost`` typed (issue 9): consumers read this one.
+    model_usage: "Usage | None" = None
 
     def to_dict(self) -> dict[str, Any]:
         """The CodeTracer ``steps.json`` shape, plus trajkit's extras."""
@@ -416,6 +510,9 @@ class Session:
       or could not be tied to a step).
     - ``files``: every native file looked at and what became of it.
     - ``diagnostics``: everything odd about the input.
+    - ``outcome``: the harness's own end signal (:class:`Outcome`) or None.
+    - ``run``: typed run facts (:class:`RunInfo`); ``metadata`` keeps the
+      format-private rest.
     """
 
     format: str
@@ -431,6 +528,12 @@ class Session:
     files: list[SourceFile] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     spawned_by: SpawnLink | None = None
+    # --- typed facts (issue 9)
+    #: The harness's own end signal, when the format records one (else None:
+    #: consumers then judge from the normalized events alone).
+    outcome: "Outcome | None" = None
+    #: Facts about the run as a whole (harness, models, ids, workspace, cost, results files).
+    run: "RunInfo" = field(default_factory=lambda: RunInfo())
 
     def diag(self, code: str, message: str, severity: str = WARNING, **where: Any) -> Diagnostic:
         """Record a diagnostic on this session and return it."""
@@ -468,6 +571,192 @@ class Session:
         if events:
             d["events"] = [e.to_dict(raw=raw) for e in self.events]
         return d
+
+
+# ---------------------------------------------------------------- typed facts (issue 9)
+#
+# What consumers (certify, export, rl, the CLI) need to know about a run,
+# typed and filled by the readers, so that no consumer reads ``Event.raw`` in
+# a native shape or tests a format name.
+
+#: :attr:`ToolCall.op` values. ``shell``: runs a shell command; ``read``: reads
+#: a file or lists a directory; ``write``: writes a whole file; ``edit``: changes
+#: part of a file (an editor command); ``search``: searches files by name or
+#: content; ``code``: runs a program text (IPython cell); ``patch``: applies a
+#: patch text; ``fetch``: fetches a URL / drives a browser; ``finish``: declares
+#: the task done; ``spawn``: starts a sub-agent; ``think``: thinks aloud (no
+#: effect); ``message``: talks to the user (no effect); ``control``: harness
+#: bookkeeping (state changes, condensation, plans: no effect); ``other``: any
+#: other tool.
+SHELL_OP, READ_OP, WRITE_OP, EDIT_OP, SEARCH_OP, CODE_OP, PATCH_OP, FETCH_OP = (
+    "shell", "read", "write", "edit", "search", "code", "patch", "fetch")
+FINISH_OP, SPAWN_OP, THINK_OP, MESSAGE_OP, CONTROL_OP, OTHER_OP = "finish", "spawn", "think", "message", "control", "other"
+TOOL_OPS = (SHELL_OP, READ_OP, WRITE_OP, EDIT_OP, SEARCH_OP, CODE_OP, PATCH_OP, FETCH_OP,
+            FINISH_OP, SPAWN_OP, THINK_OP, MESSAGE_OP, CONTROL_OP, OTHER_OP)
+#: The ops that change nothing outside the conversation.
+NO_EFFECT_OPS = frozenset((THINK_OP, MESSAGE_OP, CONTROL_OP))
+
+
+@dataclass(slots=True)
+class FileEdit:
+    """One file change a harness's editor (or write tool) reported.
+
+    - ``path``: the file as the record names it (None when the record names none).
+    - ``old``: its content before (None when the record does not say).
+    - ``new``: its content after (None when the record does not say).
+    - ``existed``: whether the file existed before (None when unknown); a
+      file that did not exist has ``old == ""`` in effect.
+    - ``whole``: the change is a whole-file write (``new`` is the file), not
+      an editor command with before/after content.
+    - ``patch``: a patch text, when the record gives one instead of contents.
+    """
+
+    path: str | None
+    old: str | None = None
+    new: str | None = None
+    existed: bool | None = None
+    whole: bool = False
+    patch: str | None = None
+
+
+@dataclass(slots=True)
+class Usage:
+    """The figures of one model call, in one naming.
+
+    Token counts: ``input`` (prompt, cached included), ``output``
+    (completion), ``cache_read`` and ``cache_write`` (prompt tokens read from /
+    written to the provider's cache), ``reasoning`` (output tokens spent
+    reasoning), ``total`` (as recorded, else None); ``cost`` in USD. ``source``
+    says where the figures came from (e.g. ``llm_metrics difference``,
+    ``usage_to_metrics``, ``response.usage``). None means "not recorded".
+    """
+
+    input: int | None = None
+    output: int | None = None
+    cache_read: int | None = None
+    cache_write: int | None = None
+    reasoning: int | None = None
+    total: int | None = None
+    cost: float | None = None
+    source: str | None = None
+    model: str | None = None
+
+    @classmethod
+    def from_counts(cls, counts: Any, source: str | None) -> "Usage | None":
+        """A :class:`Usage` from a token-count mapping in any of the three
+        namings readers meet (chat completions ``prompt_tokens``, Responses
+        ``input_tokens`` + ``*_details``, provider ``cache_read_*``); None when
+        ``counts`` is no mapping."""
+        if not isinstance(counts, dict):
+            return None
+
+        def num(*keys: str) -> int | None:
+            for k in keys:
+                v = counts.get(k)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    return int(v)
+            return None
+
+        cached = num("cached_tokens", "cache_read_tokens", "cache_read_input_tokens")
+        details = counts.get("input_tokens_details")
+        if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+            cached = details["cached_tokens"]
+        reasoning = num("reasoning_tokens")
+        od = counts.get("output_tokens_details")
+        if isinstance(od, dict) and isinstance(od.get("reasoning_tokens"), int):
+            reasoning = od["reasoning_tokens"]
+        cost = counts.get("cost")
+        return cls(
+            input=num("input_tokens", "prompt_tokens"),
+            output=num("output_tokens", "completion_tokens"),
+            cache_read=cached,
+            cache_write=num("cache_write_tokens", "cache_creation_input_tokens"),
+            reasoning=reasoning,
+            total=num("total_tokens"),
+            cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+            source=source,
+            model=counts["model"] if isinstance(counts.get("model"), str) else None,
+        )
+
+
+@dataclass(slots=True)
+class Outcome:
+    """The harness's own end signal, in neutral form (set by the reader).
+
+    ``reached_end``: the harness emitted its own "done" signal.
+    ``claimed_success``: the agent / harness declared the task done.
+    ``status``: the native end status text as recorded (``finished``,
+    ``error``, ``agent_timeout`` ...); ``signal``: which signal decided, in
+    words. ``budget_exhausted``: a step, token, time or cost cap was hit;
+    ``external_error``: an unrecoverable external block (text; at most one of
+    this and ``budget_exhausted``); ``human_abort``: an operator stopped the
+    run; ``approval_wait``: it stopped waiting for a confirmation.
+    ``evidence``: the native event ids / files the decision rests on.
+    """
+
+    reached_end: bool
+    external_error: str | None = None
+    budget_exhausted: bool = False
+    human_abort: bool = False
+    status: str | None = None
+    signal: str = ""
+    claimed_success: bool = False
+    approval_wait: bool = False
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class TrialResult:
+    """A results file the harness wrote for the run (read by the reader).
+
+    ``kind``: ``terminal-bench`` (``results.json``: ``failure_mode``,
+    ``is_resolved``, ``parser_results``) or ``harbor`` (``result.json``:
+    ``exception_info``, ``verifier_result``, ``agent_result``); ``path``: the
+    file; ``data``: its decoded content.
+    """
+
+    kind: str
+    path: str | None
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RunInfo:
+    """Facts about the run as a whole, typed (set by the reader; None = not recorded).
+
+    - ``harness`` / ``harness_version``: the harness that ran the agent and its version.
+    - ``agent``: the agent (class / kind) inside the harness.
+    - ``models``: the LLM models the run called, first one first;
+      ``reasoning_effort``: the effort setting the run's model was given.
+    - ``benchmark`` / ``instance_id`` / ``trial_id``: where the run sits in a benchmark.
+    - ``workspace``: the agent's working directory as recorded;
+      ``default_workspace``: the harness's sandbox directory when the record
+      names none (e.g. ``/workspace``).
+    - ``started_at`` / ``ended_at``: ISO timestamps as recorded.
+    - ``cost_usd``: the run's LLM cost as the record states it.
+    - ``results``: the harness's results files (:class:`TrialResult`).
+    - ``verifier_dir``: the harness's verifier output directory (harbor ``verifier/``).
+    """
+
+    harness: str | None = None
+    harness_version: str | None = None
+    agent: str | None = None
+    models: list[str] = field(default_factory=list)
+    reasoning_effort: str | None = None
+    benchmark: str | None = None
+    instance_id: str | None = None
+    trial_id: str | None = None
+    workspace: str | None = None
+    default_workspace: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    cost_usd: float | None = None
+    results: list[TrialResult] = field(default_factory=list)
+    verifier_dir: str | None = None
+
+    def result(self, kind: str) -> TrialResult | None:
+        """The first results file of ``kind``, if any."""
+        return next((r for r in self.results if r.kind == kind), None)
 
 
 @dataclass(slots=True)

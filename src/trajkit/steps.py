@@ -25,17 +25,16 @@ from typing import Any, Iterable
 
 from .jsonio import dumps_python
 from .model import ReadOptions, Session, StepCountMismatch
+from .vocab.openhands import V0_TOOLS
 
 #: ``json.dumps(obj, ensure_ascii=False)``, byte for byte (one C encoder, built once).
 _dumps = dumps_python
 
 #: Action names whose rendering is a single argument rather than ``name(args)``.
-#: Maps the action name to the argument that is the rendering.
-SINGLE_ARGUMENT_ACTIONS = {
-    "run": "command",
-    "run_ipython": "code",
-    "think": "thought",
-}
+#: Maps the action name to the argument that is the rendering. The default is
+#: OpenHands V0's (the convention CodeTraceBench was written against); other
+#: harnesses pass their tool table's (:meth:`trajkit.vocab.ToolTable.single_argument`).
+SINGLE_ARGUMENT_ACTIONS = V0_TOOLS.single_argument()
 
 
 def blank_safe(text: str) -> str:

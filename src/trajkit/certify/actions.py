@@ -5,10 +5,10 @@ workspace.
 Only agent-sourced action events are looked at (and those of sub-agent
 sessions); user messages, system prompts, tool declarations and chat text are
 never turned into actions, so prose cannot raise a finding. The normalizer
-works on the reader's normalized fields (``Event.kind``, ``tool_calls``) and
-on ``Event.raw`` for the native action payload (OpenHands V1 ``action{kind,
-...}``, OpenHands V0 ``action`` + ``args``); any other harness's tool calls go
-through the generic argument rules.
+works only on the reader's normalized facts: ``Event.kind``, the
+``tool_calls`` described by the harness's tool table (``ToolCall.op``,
+``action``, ``input`` and the normalized ``command`` / ``path`` / ``content``
+/ ``url``), ``Event.cwd`` and ``Session.run``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from ..model import ACTION, OBSERVATION, Event, Session
+from ..model import (
+    ACTION, CODE_OP, FETCH_OP, FINISH_OP, NO_EFFECT_OPS, OBSERVATION, PATCH_OP, READ_OP, SEARCH_OP, SHELL_OP, SPAWN_OP,
+    Event, Session, ToolCall,
+)
+from ..vocab import UNDECLARED
 from .shell import INTERPRETERS, READERS, SHELLS, TEXT_ARGS, WRITERS, base_name, path_mentions, split_commands, strip_heredocs
 
 READ = "read"
@@ -28,11 +32,8 @@ REF = "ref"  # a path named inside a command or code that is neither read nor wr
 FETCH = "fetch"
 CLAIM = "claim"  # the agent declared the task done (finish)
 
-#: Action kinds / native types that are not environment effects.
-_NOT_EFFECTS_V1 = {"ThinkAction", "TaskTrackerAction", "MessageAction"}
-_NOT_EFFECTS_V0 = {"message", "think", "system", "recall", "change_agent_state", "condensation", "condensation_request",
-                   "task_tracking", "null", "pause", "resume", "stop", "reject", "start", "loop_recovery", "delegate"}
-_EDITOR_WRITE_CMDS = {"create", "str_replace", "insert", "undo_edit", "write", "edit", "append", "delete"}
+#: Call ops that are no environment effect (a sub-agent's effects are its own session's).
+_NOT_EFFECTS = NO_EFFECT_OPS | {SPAWN_OP}
 
 
 @dataclass(slots=True)
@@ -91,56 +92,17 @@ class Action:
         return d
 
 
-def _as_dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _calls_of(e: Event) -> list[tuple[str, dict[str, Any]]]:
-    """Every (tool / action name, argument mapping) an action event carries:
-    the one native action of an OpenHands event, or each tool call of any
-    other format's event (parallel calls in one event included)."""
-    raw = _as_dict(e.raw)
-    if raw.get("kind") == "ActionEvent" or "tool_call" in raw or isinstance(raw.get("action"), (dict, str)) or not e.tool_calls:
-        return [_args_of(e)]
-    out = []
-    for tc in e.tool_calls:
-        args = tc.arguments
-        if isinstance(args, str):
-            import orjson
-
-            try:
-                args = orjson.loads(args)
-            except orjson.JSONDecodeError:
-                args = {"_raw": args}
-        out.append((tc.name or e.type, args if isinstance(args, dict) else {"_raw": args}))
-    return out
-
-
-def _args_of(e: Event) -> tuple[str, dict[str, Any]]:
-    """The native tool / action name and its argument mapping."""
-    raw = _as_dict(e.raw)
-    if raw.get("kind") == "ActionEvent" or "tool_call" in raw or isinstance(raw.get("action"), dict):
-        act = _as_dict(raw.get("action"))
-        name = act.get("kind") or raw.get("tool_name") or e.type
-        if act:
-            return str(name), act
-        # no executable action (unknown tool, bad arguments): fall back to the call arguments
-        tc = _as_dict(raw.get("tool_call"))
-        args = tc.get("arguments")
-        if isinstance(args, str):
-            import orjson
-
-            try:
-                args = orjson.loads(args)
-            except orjson.JSONDecodeError:
-                args = {"_raw": args}
-        return str(raw.get("tool_name") or tc.get("name") or e.type), _as_dict(args)
-    if isinstance(raw.get("action"), str):
-        return raw["action"], _as_dict(raw.get("args"))
+def _calls_of(e: Event) -> list[ToolCall]:
+    """Every tool call an action event carries (parallel calls in one event
+    included), described by the reader's tool table; an action event with no
+    call is one call named by its native type, without arguments."""
     if e.tool_calls:
-        tc = e.tool_calls[0]
-        return tc.name, _as_dict(tc.arguments) if isinstance(tc.arguments, dict) else {"_raw": tc.arguments}
-    return e.type, {}
+        return e.tool_calls
+    return [UNDECLARED_CALL(e.type)]
+
+
+def UNDECLARED_CALL(name: str) -> ToolCall:
+    return ToolCall.described(UNDECLARED, name, {}, None)
 
 
 def _pairs(session: Session) -> dict[Any, Event]:
@@ -152,10 +114,6 @@ def _pairs(session: Session) -> dict[Any, Event]:
             continue
         if e.cause is not None and e.cause not in by_cause:
             by_cause[e.cause] = e
-        raw = _as_dict(e.raw)
-        aid = raw.get("action_id")
-        if aid is not None and aid not in by_cause:
-            by_cause[aid] = e
         if e.call_id and e.call_id not in by_call:
             by_call[e.call_id] = e
     out = dict(by_cause)
@@ -165,18 +123,6 @@ def _pairs(session: Session) -> dict[Any, Event]:
             if cid and cid in by_call:
                 out[e.id] = by_call[cid]
     return out
-
-
-def _obs_working_dir(obs: Event | None) -> str | None:
-    if obs is None:
-        return None
-    raw = _as_dict(obs.raw)
-    for holder in (_as_dict(raw.get("observation")), _as_dict(raw.get("extras"))):
-        md = _as_dict(holder.get("metadata"))
-        wd = md.get("working_dir")
-        if isinstance(wd, str) and wd.startswith("/"):
-            return wd
-    return None
 
 
 class Resolver:
@@ -220,25 +166,17 @@ def workspace_roots(session: Session, workspace: str | None = None, agent_worksp
     roots: list[str] = []
     if agent_workspace:
         roots.append(agent_workspace)
-    md = session.metadata or {}
-    for holder in (md, _as_dict(md.get("base_state")), _as_dict(md.get("state"))):
-        ws = _as_dict(holder.get("workspace"))
-        wd = ws.get("working_dir")
-        if isinstance(wd, str) and wd.startswith("/"):
-            roots.append(wd)
-        for k in ("working_dir", "workspace_dir", "cwd"):
-            v = holder.get(k)
-            if isinstance(v, str) and v.startswith("/"):
-                roots.append(v)
+    recorded = session.run.workspace
+    if isinstance(recorded, str) and recorded.startswith("/"):
+        roots.append(recorded)
     # the first working directory a terminal observation reports
     for e in session.events:
-        if e.kind == OBSERVATION:
-            wd = _obs_working_dir(e)
-            if wd:
-                roots.append(wd)
-                break
-    if "v0" in (session.format or "") and "/workspace" not in roots:
-        roots.append("/workspace")  # OpenHands V0's sandbox workspace when the record names none
+        if e.kind == OBSERVATION and e.cwd:
+            roots.append(e.cwd)
+            break
+    default = session.run.default_workspace
+    if default and default not in roots:
+        roots.append(default)  # the harness's sandbox workspace when the record names none
     if workspace:
         import os
 
@@ -261,7 +199,7 @@ def _step_index(session: Session) -> dict[Any, int]:
 def _is_agent_action(e: Event) -> bool:
     if e.kind != ACTION:
         return False
-    src = (e.source or _as_dict(e.raw).get("source") or "").lower()
+    src = (e.source or "").lower()
     return src in ("agent", "") or src == "assistant"
 
 
@@ -296,62 +234,42 @@ def _normalize_one(session: Session, out: list[Action], workspace: str | None, a
         if not _is_agent_action(e):
             continue
         obs = pairs.get(e.id)
-        for name, args in _calls_of(e):
-            if name in _NOT_EFFECTS_V1 or name in _NOT_EFFECTS_V0:
+        for call in _calls_of(e):
+            op = call.op
+            if op in _NOT_EFFECTS:
                 continue
-            if name in ("FinishAction", "finish") or name.lower() in ("finish", "submit", "attempt_completion", "task_complete"):
-                add(CLAIM, name, e, command=str(args.get("message") or args.get("final_thought") or args.get("result") or "")[:500])
+            if op == FINISH_OP:
+                add(CLAIM, call.action, e, command=(call.content or "")[:500])
                 continue
-            _normalize_action(e, name, args, obs, res, add)
-        wd = _obs_working_dir(obs)
+            _normalize_action(e, call, obs, res, add)
+        wd = obs.cwd if obs is not None else None
         if wd:
             res.cwd = wd
 
 
-def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | None, res: Resolver, add) -> None:
-    lname = name.lower()
-    cmd = args.get("command")
+def _normalize_action(e: Event, call: ToolCall, obs: Event | None, res: Resolver, add) -> None:
+    op, name, args = call.op, call.action, call.input
     # --- shell commands
-    if name in ("TerminalAction", "ExecuteBashAction", "CmdRunAction", "run") or lname in ("bash", "execute_bash", "terminal", "shell", "exec_command", "run_command") or (
-        isinstance(cmd, str) and lname not in ("fileeditoraction", "planningfileeditoraction", "edit", "read", "write", "str_replace_editor", "file_editor") and "path" not in args
-    ):
-        text = cmd if isinstance(cmd, str) else " ".join(map(str, cmd)) if isinstance(cmd, list) else str(args.get("cmd") or "")
+    if op == SHELL_OP:
+        text = call.command
         if not text:
             return
         left = _shell(e, name, text, res, add)
         if left:
             res.cwd = left  # a `cd` persists in the agent's shell session (an observation's working_dir overrides it)
         return
-    # --- file editors (OpenHands V1 file_editor, V0 read/write/edit, str_replace_editor)
-    path = (args.get("path") or args.get("file_path") or args.get("filePath") or args.get("filename") or args.get("absolute_path")
-            or args.get("target_file") or args.get("notebook_path") or args.get("file"))
-    if isinstance(path, str) and path:
-        is_write = False
-        content = None
-        if name in ("read", "ReadFileAction", "FileReadAction") or lname in ("read", "read_file", "view", "open_file", "glob", "grep", "list_directory", "ls"):
-            is_write = False
-        elif name in ("write", "WriteFileAction", "FileWriteAction", "create_file"):
-            is_write = True
-            content = args.get("content") or args.get("file_text")
-        elif isinstance(cmd, str):
-            is_write = cmd in _EDITOR_WRITE_CMDS
-            content = args.get("file_text") if cmd == "create" else args.get("new_str") if cmd in ("str_replace", "insert") else None
-            if name == "edit" and cmd == "" and args.get("content"):
-                content = args.get("content")
-        elif name in ("edit", "EditAction", "FileEditAction") or any(w in lname for w in ("write", "edit", "create", "replace", "insert", "patch", "delete", "remove")):
-            is_write = True
-            content = args.get("new_str") or args.get("content") or args.get("file_text") or args.get("new_string") or args.get("newString")
-        if "Grep" in name or "Glob" in name or lname in ("grep", "glob", "list", "ls", "list_directory", "listdirectoryaction"):
-            is_write = False
+    # --- file tools (editors, reads, writes, listings)
+    if call.path is not None:
+        is_write = op not in (READ_OP, SEARCH_OP)
         listing = not is_write and obs is not None and isinstance(obs.text, str) and "files and directories up to" in obs.text[:200]
-        if lname in ("list", "ls", "list_directory", "listdirectoryaction", "glob", "globaction"):
+        if op == SEARCH_OP:
             listing = True
-        add(WRITE if is_write else READ, name, e, path=path, content=content if isinstance(content, str) else None, via="editor",
+        add(WRITE if is_write else READ, name, e, path=call.path, content=call.content, via="editor",
             detail={"listing": True} if listing else {})
         return
     # --- code execution (V0 run_ipython, tools taking code)
-    code = args.get("code")
-    if isinstance(code, str) and code:
+    if op == CODE_OP:
+        code = call.command or ""
         add(EXEC, name, e, command=code, via="code")
         for m in path_mentions(code):
             add(REF, name, e, path=m, via="code")
@@ -363,21 +281,19 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
                 _shell(e, name, line.lstrip()[1:], res, add)
         return
     # --- patches
-    patch = args.get("patch") or args.get("input")
-    if isinstance(patch, str) and ("*** Begin Patch" in patch or patch.startswith("--- ") or "\n+++ " in patch or "diff --git" in patch):
+    if op == PATCH_OP:
+        patch = call.content or ""
         for p in re.findall(r"^\*\*\* (?:Update|Add|Delete) File: (.+)$|^\+\+\+ (?:b/)?(\S+)", patch, re.M):
             target = p[0] or p[1]
             if target and target != "/dev/null":
                 add(WRITE, name, e, path=target.strip(), content=patch, via="editor")
         return
     # --- fetches (browse / web fetch; browser action scripts name their URLs)
-    url = args.get("url")
-    if isinstance(url, str) and url:
-        add(FETCH, name, e, command=url, via="tool")
-        return
-    script = args.get("browser_actions")
-    if isinstance(script, str) and script:
-        for u in re.findall(r"https?://[^\s'\")]+|file://[^\s'\")]+", script):
+    if op == FETCH_OP:
+        if call.url:
+            add(FETCH, name, e, command=call.url, via="tool")
+            return
+        for u in re.findall(r"https?://[^\s'\")]+|file://[^\s'\")]+", call.content or ""):
             add(FETCH, name, e, command=u, via="tool")
             if u.startswith("file://"):
                 add(READ, name, e, path=u[len("file://"):], via="tool")
@@ -385,14 +301,13 @@ def _normalize_action(e: Event, name: str, args: dict[str, Any], obs: Event | No
     # --- anything else: name + arguments as an exec token; path-shaped argument values as refs
     import orjson
 
-    try:
-        text = orjson.dumps(args).decode()
-    except TypeError:
-        text = str(args)
-    if name in ("MCPToolAction", "call_tool_mcp"):
-        data = args.get("data") or args.get("arguments") or {}
-        text = orjson.dumps(data, default=str).decode() if not isinstance(data, str) else data
-        name = str(args.get("name") or _as_dict(e.raw).get("tool_name") or name)
+    if call.content is not None:
+        text = call.content
+    else:
+        try:
+            text = orjson.dumps(args).decode()
+        except TypeError:
+            text = str(args)
     add(EXEC, name, e, command=f"{name} {text}", via="tool")
     for v in _strings(args):
         for m in path_mentions(v):
@@ -504,15 +419,10 @@ def observations(session: Session) -> list[tuple[Event, str, str | None]]:
         for e in sess.events:
             if e.kind == OBSERVATION or (e.kind == "error" and (e.source or "") != "user"):
                 text = e.text
-                if text is None:
-                    raw = _as_dict(e.raw)
-                    text = raw.get("content") if isinstance(raw.get("content"), str) else None
                 if text:
                     out.append((e, text, label))
-                raw = _as_dict(e.raw)
-                for holder in (_as_dict(raw.get("observation")), _as_dict(raw.get("extras"))):
-                    for k in ("new_content", "content", "output"):
-                        v = holder.get(k)
-                        if isinstance(v, str) and v and v != text:
-                            out.append((e, v, label))
+                # the whole file an editor / write left behind is also something the agent saw
+                new = e.edit.new if e.edit is not None else None
+                if isinstance(new, str) and new and new != text:
+                    out.append((e, new, label))
     return out

@@ -600,13 +600,10 @@ def git_diff(workspace: str, base: str | None = None, force_include: list[str] |
 
 # ---------------------------------------------------------------- rebuilt from events
 
-def _as_dict(v: Any) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
 def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffResult:
-    """A diff rebuilt from file-editor observations (old / new content);
-    shell writes are listed as not reconstructable and make it untrustworthy.
+    """A diff rebuilt from the file edits the reader found (``Event.edit``:
+    old / new content); shell writes are listed as not reconstructable and
+    make it untrustworthy.
 
     ``workspace_rel(path)`` maps a recorded path to a workspace-relative one.
     """
@@ -618,24 +615,15 @@ def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffR
         for e in sess.events:
             if e.kind != OBSERVATION:
                 continue
-            raw = _as_dict(e.raw)
-            obs = _as_dict(raw.get("observation"))
-            if obs.get("kind") in ("FileEditorObservation", "PlanningFileEditorObservation"):
-                cmd = obs.get("command")
-                if cmd in (None, "view") or obs.get("is_error"):
-                    continue
-                path, old, new, prev = obs.get("path"), obs.get("old_content"), obs.get("new_content"), obs.get("prev_exist")
-            elif raw.get("observation") == "edit":
-                ex = _as_dict(raw.get("extras"))
-                path, old, new, prev = ex.get("path"), ex.get("old_content"), ex.get("new_content"), ex.get("prev_exist")
-            elif raw.get("observation") == "write":
-                ex = _as_dict(raw.get("extras"))
-                path, old, new, prev = ex.get("path"), None, ex.get("content"), ex.get("prev_exist")
+            edit = e.edit
+            if edit is None:
+                continue
+            path, old, new, prev = edit.path, edit.old, edit.new, edit.existed
+            if edit.whole:
+                old = None
                 if new is None:
                     gaps.append({"event_id": e.id, "path": path, "why": "write observation without content"})
                     continue
-            else:
-                continue
             if not isinstance(path, str):
                 continue
             if prev is False and old is None:

@@ -24,7 +24,7 @@ from .canary import CanaryMatcher, compare_manifest, extract_canaries, find_cana
 from .certificate import Certificate
 from .diff import DiffResult, git_diff, is_git_workspace, read_patch_file, rebuild_from_events
 from .diffrules import scan_diff
-from .engine import _trial_results, engine_outcome
+from .engine import engine_outcome
 from .findings import Finding, merge_findings
 from .gate import ResultSet, decide, load_holdout_manifest, load_results, merge, parse_harbor_result, parse_harbor_verifier_dir, parse_tb_results
 from .states import CRITICAL, FAILED_UNVERIFIABLE, HIGH, EngineOutcome, downgrade_for, project
@@ -86,26 +86,22 @@ def _record_gaps(session: Session) -> list[str]:
 
 
 def _harness_holdout(session: Session) -> ResultSet | None:
-    """The harness's own verdict (terminal-bench parser_results, harbor verifier) as a holdout set."""
-    root = Path(session.source_path)
-    for d in [root, *list(root.parents)[:3]]:
-        v = d / "verifier"
-        if v.is_dir() and ((v / "ctrf.json").is_file() or (v / "reward.txt").is_file()):
-            rs = parse_harbor_verifier_dir(v)
+    """The harness's own verdict (harbor verifier, terminal-bench parser_results, harbor result) as a holdout set."""
+    run = session.run
+    if run.verifier_dir:
+        rs = parse_harbor_verifier_dir(Path(run.verifier_dir))
+        rs.notes.append("harness verdict used as the holdout set")
+        return rs
+    tb, hb = run.result("terminal-bench"), run.result("harbor")
+    if tb and (tb.data.get("parser_results") or tb.data.get("is_resolved") is not None):
+        rs = parse_tb_results(tb.data, "results.json (from the trial)")
+        rs.notes.append("harness verdict used as the holdout set")
+        return rs
+    if hb:
+        rs = parse_harbor_result(hb.data, "result.json (from the trial)")
+        if rs.checks:
             rs.notes.append("harness verdict used as the holdout set")
             return rs
-    res = _trial_results(session)
-    if res:
-        tb, hb = res
-        if tb and (tb.get("parser_results") or tb.get("is_resolved") is not None):
-            rs = parse_tb_results(tb, "results.json (from the trial)")
-            rs.notes.append("harness verdict used as the holdout set")
-            return rs
-        if hb:
-            rs = parse_harbor_result(hb, "result.json (from the trial)")
-            if rs.checks:
-                rs.notes.append("harness verdict used as the holdout set")
-                return rs
     return None
 
 
@@ -302,12 +298,8 @@ def _certify_session(run: str, session: Session, opts: CertifyOptions) -> Certif
 
 
 def _cost(session: Session) -> float | None:
-    """The run's LLM cost in USD when the record says (SDK accumulated_cost, harbor agent_result.cost_usd)."""
-    md = session.metadata or {}
-    for v in (md.get("accumulated_cost"), (md.get("result") or {}).get("agent_result", {}).get("cost_usd") if isinstance(md.get("result"), dict) else None):
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
-            return float(v)
-    return None
+    """The run's LLM cost in USD when the record says (as the reader found it)."""
+    return session.run.cost_usd
 
 
 def _visible_literals(ws: str, protected: set[str], diff: DiffResult, files: list[str] | None = None):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import Ref, Session
+from ..model import Ref, Session, native_record
 
 
 def _ref_dict(ref: Ref | None, content: Any) -> dict[str, Any] | None:
@@ -53,8 +53,8 @@ def write_normalized(session: Session, out_dir: Path, redactor: Any = None) -> N
             "step_id": s.step_id,
             "action": s.action,
             "observation": s.observation,
-            "action_ref": _ref_dict(s.action_ref, json.dumps(a.raw, ensure_ascii=False) if a else None),
-            "observation_ref": _ref_dict(s.observation_ref, json.dumps(o.raw, ensure_ascii=False) if o else None),
+            "action_ref": _ref_dict(s.action_ref, json.dumps(native_record(a), ensure_ascii=False) if a else None),
+            "observation_ref": _ref_dict(s.observation_ref, json.dumps(native_record(o), ensure_ascii=False) if o else None),
         }
         if s.thinking is not None:
             d["thinking"] = s.thinking

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..model import Session
+from ..model import Session, native_record
 from .to_asf import AsfExport
 
 FILE_CODES = {
@@ -165,7 +165,7 @@ def build_report(
                 else:
                     rec["code"] = "export.step"
             if not passthrough:
-                rec["raw_not_kept"] = {"code": "export.raw-not-kept", "members": _raw_members(e.raw)}
+                rec["raw_not_kept"] = {"code": "export.raw-not-kept", "members": _raw_members(native_record(e))}
             events.append(rec)
     naive = [r for r in events if r.get("_naive")]
     for r in events:

@@ -47,7 +47,10 @@ from ..model import (
     SYSTEM,
     Event,
     Session,
+    ToolCall,
+    Usage,
 )
+from ..model import native_record
 from ..spec import asf
 from ..spec.asf.codec import _classify
 from . import secrets as secret_patterns
@@ -160,35 +163,14 @@ def _rebuildable(session: Session) -> bool:
     return False
 
 
-def _usage_to_openresponses(u: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not isinstance(u, dict):
+def _usage_to_openresponses(u: Usage | None) -> dict[str, Any] | None:
+    if u is None or (u.input is None and u.output is None):
         return None
-
-    def num(*keys: str) -> int | None:
-        for k in keys:
-            v = u.get(k)
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                return int(v)
-        return None
-
-    inp = num("input_tokens", "prompt_tokens")
-    out = num("output_tokens", "completion_tokens")
-    if inp is None and out is None:
-        return None
-    res: dict[str, Any] = {"input_tokens": inp or 0}
-    cached = num("cached_tokens", "cache_read_tokens", "cache_read_input_tokens")
-    details = u.get("input_tokens_details")
-    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
-        cached = details["cached_tokens"]
-    res["input_tokens_details"] = {"cached_tokens": cached or 0}
-    res["output_tokens"] = out or 0
-    reasoning = num("reasoning_tokens")
-    od = u.get("output_tokens_details")
-    if isinstance(od, dict) and isinstance(od.get("reasoning_tokens"), int):
-        reasoning = od["reasoning_tokens"]
-    res["output_tokens_details"] = {"reasoning_tokens": reasoning or 0}
-    total = num("total_tokens")
-    res["total_tokens"] = total if total is not None else res["input_tokens"] + res["output_tokens"]
+    res: dict[str, Any] = {"input_tokens": u.input or 0}
+    res["input_tokens_details"] = {"cached_tokens": u.cache_read or 0}
+    res["output_tokens"] = u.output or 0
+    res["output_tokens_details"] = {"reasoning_tokens": u.reasoning or 0}
+    res["total_tokens"] = u.total if u.total is not None else res["input_tokens"] + res["output_tokens"]
     return res
 
 
@@ -207,12 +189,7 @@ def _tool_shape(t: Any) -> Any:
 
 
 def _tools_of(e: Event) -> list[Any] | None:
-    tools = e.extra.get("tools")
-    raw = e.raw if isinstance(e.raw, dict) else {}
-    if tools is None:
-        tools = raw.get("tools")
-    if tools is None and isinstance(raw.get("args"), dict):
-        tools = raw["args"].get("tools")
+    tools = e.tools
     if isinstance(tools, list):
         return [_tool_shape(t) for t in tools]
     return None
@@ -304,10 +281,8 @@ def session_to_asf(
 
 
 def _harness(session: Session) -> dict[str, Any]:
-    md = session.metadata
-    name = md.get("harness_name") or md.get("agent_name") or session.format
-    version = md.get("harness_version") or md.get("version") or md.get("sdk_version") or "unknown"
-    return {"name": str(name), "version": str(version)}
+    run = session.run
+    return {"name": str(run.harness or session.format), "version": str(run.harness_version or "unknown")}
 
 
 def _convert(
@@ -331,7 +306,7 @@ def _convert(
         "harness": _harness(session),
         "records": [],
     }
-    cwd = session.metadata.get("cwd") or session.metadata.get("working_dir")
+    cwd = session.run.workspace
     if isinstance(cwd, str):
         header["cwd"] = cwd
     if parent_sid:
@@ -364,10 +339,11 @@ def _convert(
 
     # Per-call usage: the steps' per-call values (readers turn cumulative
     # counters into per-call ones there), else the event's own usage.
-    step_usage: dict[Any, tuple[dict | None, float | None]] = {}
+    # (typed usage, cost, the native figures the entry keeps as trajkit:usage)
+    step_usage: dict[Any, tuple[Usage | None, float | None, dict | None]] = {}
     for st in session.steps:
         if st.action_event_id is not None and (st.usage is not None or st.cost is not None):
-            step_usage[st.action_event_id] = (st.usage, st.cost)
+            step_usage[st.action_event_id] = (st.model_usage, st.cost, st.usage)
     child_for_event: dict[Any, list[Session]] = {}
     for st in session.steps:
         for c in st.children:
@@ -375,11 +351,11 @@ def _convert(
 
     events = session.events
     system = next((e for e in events if e.kind == SYSTEM), None)
-    model = session.metadata.get("model")
+    model = session.run.models[0] if session.run.models else None
     # Settings as written so far (the compaction checkpoint repeats them).
     settings: dict[str, Any] = {}
 
-    effort = session.metadata.get("reasoning_effort")
+    effort = session.run.reasoning_effort
 
     def config_body(e: Event | None) -> dict[str, Any]:
         body: dict[str, Any] = {}
@@ -401,7 +377,7 @@ def _convert(
     if first.get("tools_added"):
         settings["tools"] = first["tools_added"]
     cfg_ts = (_ts_of(system) if system is not None else None) or header["created_at"]
-    cid = b.add("config", first, cfg_ts, native=system.raw if system is not None else None, event=system)
+    cid = b.add("config", first, cfg_ts, native=native_record(system) if system is not None else None, event=system)
     if system is not None:
         placed(system).entries.append(cid)
 
@@ -471,7 +447,7 @@ def _convert(
         if open_resp is None:
             open_resp = {
                 "response_id": rid,
-                "model": e.extra.get("model") or (e.usage or {}).get("model") or model,
+                "model": e.extra.get("model") or (e.model_usage.model if e.model_usage is not None else None) or model,
                 "usage": None,
                 "native_usage": None,
                 "cost": None,
@@ -482,11 +458,10 @@ def _convert(
         open_resp["events"].append(e)
         open_resp["ts"] = _ts_of(e) or open_resp["ts"]
         su = step_usage.get(e.id)
-        u = su[0] if su else e.usage
-        cost = su[1] if su else (e.usage or {}).get("cost") if isinstance(e.usage, dict) else None
-        if open_resp["usage"] is None and u is not None:
+        u, cost, native = su if su else (e.model_usage, e.model_usage.cost if e.model_usage is not None else None, e.usage)
+        if open_resp["usage"] is None and native is not None:
             open_resp["usage"] = _usage_to_openresponses(u)
-            open_resp["native_usage"] = u
+            open_resp["native_usage"] = native
         if open_resp["cost"] is None and isinstance(cost, (int, float)) and not isinstance(cost, bool):
             open_resp["cost"] = float(cost)
         for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
@@ -497,7 +472,7 @@ def _convert(
     for e in events:
         ts = _ts_of(e)
         p = placed(e)
-        native = e.raw
+        native = native_record(e)
         if e is system:
             if e.id is not None:
                 leaf_after[e.id] = b.leaf
@@ -572,14 +547,7 @@ def _convert(
                 add("item", {"item": {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": e.reasoning}]}, **resp})
             if e.text:
                 add("item", {"item": {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": e.text, "annotations": []}]}, **resp})
-            calls = e.tool_calls or []
-            if not calls:
-                args = e.raw.get("args") if isinstance(e.raw, dict) else None
-                if isinstance(args, dict):
-                    args = {a: v for a, v in args.items() if a != "thought"}
-                from ..model import ToolCall
-
-                calls = [ToolCall(name=e.type, arguments=args if args is not None else {}, call_id=None)]
+            calls = e.tool_calls or [ToolCall(name=e.type, arguments={}, call_id=None)]
             written: list[str] = []
             for c in calls:
                 wid = mint(c.call_id)
@@ -658,9 +626,8 @@ def _convert(
     for n, child in enumerate(session.children):
         if id(child) in linked:
             continue
-        key = child.metadata.get("spawned_by_call_id") or child.metadata.get("call_id")
-        wid = call_map.get(key, key) if isinstance(key, str) else None
-        _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, None, n=n)
+        # no reader records which call spawned a child it found on disk: the link names none
+        _link_child(session, child, sid, None, b, out, passthrough, redactor, request_hashes, None, n=n)
     for e in events:
         if not place.get(id(e)) or not place[id(e)].entries:
             pl = placed(e)
@@ -694,15 +661,7 @@ def _link_child(parent: Session, child: Session, parent_sid: str, call_id: str |
 
 
 def _compaction(e: Event, b: _Builder, entry_of_event: dict[Any, list[str]], events: list[Event], settings: dict[str, Any]) -> dict[str, Any]:
-    raw = e.raw if isinstance(e.raw, dict) else {}
     forgotten = e.extra.get("forgotten_event_ids")
-    if forgotten is None:
-        forgotten = raw.get("forgotten_event_ids")
-    if forgotten is None and isinstance(raw.get("args"), dict):
-        a = raw["args"]
-        forgotten = a.get("forgotten_event_ids")
-        if forgotten is None and isinstance(a.get("forgotten_events_start_id"), int) and isinstance(a.get("forgotten_events_end_id"), int):
-            forgotten = list(range(a["forgotten_events_start_id"], a["forgotten_events_end_id"] + 1))
     forgotten_set = set(forgotten) if isinstance(forgotten, list) else set()
     path_ids = [x.id for x in b.file.path_to(b.leaf)] if b.leaf else []
     # The entries of forgotten events, and the last of them on the path.
@@ -717,7 +676,7 @@ def _compaction(e: Event, b: _Builder, entry_of_event: dict[Any, list[str]], eve
         for x in path_ids[: last_forgotten + 1]:
             ent = b.file.by_id[x]
             if x not in forgotten_entries and ent.type == "item":
-                pinned.append(ent.raw["item"])
+                pinned.append(ent.obj["item"])
     body: dict[str, Any] = {
         "first_kept": first_kept,
         "summary": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": e.text or ""}]},
@@ -729,7 +688,7 @@ def _compaction(e: Event, b: _Builder, entry_of_event: dict[Any, list[str]], eve
     if forgotten_set:
         body["trajkit:forgotten_event_ids"] = sorted(forgotten_set, key=str)
     # The summary was itself a model call (a condenser's request).
-    usage = _usage_to_openresponses(e.usage)
+    usage = _usage_to_openresponses(e.model_usage)
     if usage is not None:
         body["usage"] = usage
     if e.response_id:

@@ -45,9 +45,14 @@ from ..model import (
     Session,
     SourceFile,
     Step,
+    FileEdit,
+    Outcome,
     ToolCall,
+    Usage,
 )
 from ..registry import STRONG, WEAK, Format, Match
+from ..vocab.openhands import BUDGET_TEXT, V0_TOOLS
+from ..vocab.trials import HARBOR, TERMINAL_BENCH, find_results, find_verifier_dir, trial_outcome
 from ..steps import render_action, thinking_of
 
 NAME = "openhands-v0"
@@ -479,11 +484,16 @@ def _llm_facts(raw: dict, args: Any, action: str) -> tuple[list[ToolCall], str |
     matching tool call in ``model_response``); without metadata, the action's
     args minus ``thought``.
     """
+    executed = args if type(args) is dict else {}  # what the harness ran: the action and its args
+
+    def call(name: str, arguments: Any, call_id: str | None, lazy_json: bool = False) -> ToolCall:
+        return V0_TOOLS.call(name, arguments, call_id, lazy_json=lazy_json, action=action, input=executed)
+
     tcm = raw.get("tool_call_metadata")
     if type(tcm) is not dict:
         if type(args) is dict:
-            return [ToolCall(action, {k: v for k, v in args.items() if k != "thought"}, None)], None, None, None
-        return [ToolCall(action, args, None)], None, None, None
+            return [call(action, {k: v for k, v in args.items() if k != "thought"}, None)], None, None, None
+        return [call(action, args, None)], None, None, None
     call_id = tcm.get("tool_call_id")
     if type(call_id) is not str:
         call_id = None
@@ -509,10 +519,10 @@ def _llm_facts(raw: dict, args: Any, action: str) -> tuple[list[ToolCall], str |
                     arguments = fn.get("arguments")
                     name = fn.get("name") or name
     if type(arguments) is str:  # the model's own JSON text: decoded when someone reads it
-        return [ToolCall.lazy(str(name), arguments, call_id)], rid, model, reasoning
+        return [call(str(name), arguments, call_id, lazy_json=True)], rid, model, reasoning
     if arguments is None and type(args) is dict:
         arguments = {k: v for k, v in args.items() if k != "thought"}
-    return [ToolCall(str(name), arguments, call_id)], rid, model, reasoning
+    return [call(str(name), arguments, call_id)], rid, model, reasoning
 
 
 def _usage_of(m: Any) -> dict[str, Any] | None:
@@ -570,7 +580,7 @@ def _kind_type(raw: Any) -> tuple[str, str]:
 
 
 _DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning",
-            "usage", "parent_id", "extra")
+            "usage", "parent_id", "extra", "edit", "cwd", "tools")
 
 
 def _derive(raw: Any) -> dict[str, Any]:
@@ -620,6 +630,7 @@ def full_event(raw: Any, ref: Ref | None) -> Event:
             ev = Event(eid, SYSTEM, action, raw, source, "system", ts, content if type(content) is str else None, ref=ref)
             if type(a.get("tools")) is list:
                 ev.extra["tools"] = a["tools"]
+                ev.tools = a["tools"]
             return ev
         thought = a.get("thought")
         if type(thought) is not str or not thought.strip():
@@ -631,6 +642,8 @@ def full_event(raw: Any, ref: Ref | None) -> Event:
             ev = Event(eid, CONDENSATION, action, raw, source, None, ts, summary if type(summary) is str else None, ref=ref)
             if type(a.get("forgotten_event_ids")) is list:
                 ev.extra["forgotten_event_ids"] = a["forgotten_event_ids"]
+            elif type(a.get("forgotten_events_start_id")) is int and type(a.get("forgotten_events_end_id")) is int:
+                ev.extra["forgotten_event_ids"] = list(range(a["forgotten_events_start_id"], a["forgotten_events_end_id"] + 1))
             return ev
         calls, rid, model, reasoning = _llm_facts(raw, args, action)
         ev = Event(eid, ACTION, action, raw, source, "assistant" if source == "agent" else None, ts, thought, calls,
@@ -661,10 +674,33 @@ def full_event(raw: Any, ref: Ref | None) -> Event:
             kind = ERROR_EVENT
         else:
             kind = OBSERVATION
-        return Event(eid, kind, obs, raw, source, "tool" if kind == OBSERVATION else None, ts,
-                     content if type(content) is str else None, call_id=call_id if type(call_id) is str else None,
-                     cause=cause, ref=ref)
+        ev = Event(eid, kind, obs, raw, source, "tool" if kind == OBSERVATION else None, ts,
+                   content if type(content) is str else None, call_id=call_id if type(call_id) is str else None,
+                   cause=cause, ref=ref)
+        extras = get("extras")
+        if type(extras) is dict:
+            md = extras.get("metadata")
+            wd = md.get("working_dir") if type(md) is dict else None
+            if type(wd) is str and wd.startswith("/"):
+                ev.cwd = wd
+            if obs == "edit" or obs == "write":
+                ev.edit = _file_edit(obs, extras)
+        elif obs == "write":
+            ev.edit = FileEdit(None, whole=True)
+        return ev
     return Event(eid, OTHER, "unknown", raw, source, None, ts, ref=ref)
+
+
+def _file_edit(obs: str, ex: dict[str, Any]) -> FileEdit:
+    """The file change of an ``edit`` (old / new content) or ``write`` (whole content) observation."""
+    path = ex.get("path")
+    prev = ex.get("prev_exist")
+    prev = prev if type(prev) is bool else None
+    if obs == "write":
+        new = ex.get("content")
+        return FileEdit(path if type(path) is str else None, None, new if type(new) is str else None, prev, whole=True)
+    old, new = ex.get("old_content"), ex.get("new_content")
+    return FileEdit(path if type(path) is str else None, old if type(old) is str else None, new if type(new) is str else None, prev)
 
 
 # ---------------------------------------------------------------- read
@@ -672,6 +708,13 @@ def full_event(raw: Any, ref: Ref | None) -> Event:
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
     """Read a V0 trial directory, session directory or flat export file."""
+    session = _read(root, options)
+    _run_facts(session)
+    session.outcome = _outcome(session)
+    return session
+
+
+def _read(root: Path, options: ReadOptions | None) -> Session:
     opts = options or ReadOptions()
     root = Path(root)
     session = Session(format=NAME, source_path=str(root))
@@ -826,6 +869,106 @@ def _model_facts(session: Session) -> None:
                 break
 
 
+# ---------------------------------------------------------------- run facts and end signal
+
+
+def _d(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def _run_facts(session: Session) -> None:
+    """``Session.run``: what the trial files and the system event say about the run."""
+    md = session.metadata
+    run = session.run
+    run.harness = NAME
+    hv = md.get("harness_version")
+    run.harness_version = str(hv) if hv else None
+    agent = md.get("agent_class")
+    run.agent = str(agent) if agent else None
+    if isinstance(md.get("model"), str):
+        run.models = [md["model"]]
+    run.default_workspace = "/workspace"  # the sandbox workspace when the record names none
+    paths = {f.role: f.path for f in session.files if f.role in ("results", "result") and f.status == "read"}
+    run.results = find_results(md, paths)
+    cost = _d(_d(md.get("result")).get("agent_result")).get("cost_usd")
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
+        run.cost_usd = float(cost)
+    stamps = [e.timestamp for e in (session.events[:1] + session.events[-1:]) if isinstance(e.timestamp, str)]
+    if stamps:
+        run.started_at, run.ended_at = stamps[0], stamps[-1]
+    for r in run.results:
+        g = r.data.get
+        harbor = r.kind == HARBOR
+        if r.kind == TERMINAL_BENCH:
+            run.benchmark = TERMINAL_BENCH
+        run.trial_id = run.trial_id or (g("trial_name") if isinstance(g("trial_name"), str) else None)
+        task = g("task_name") if harbor else g("task_id")
+        run.instance_id = run.instance_id or (task if isinstance(task, str) else None)
+        start, end = (g("started_at"), g("finished_at")) if harbor else (g("trial_started_at"), g("trial_ended_at"))
+        if isinstance(start, str) and isinstance(end, str):
+            run.started_at, run.ended_at = start, end
+    run.verifier_dir = find_verifier_dir(session.source_path)
+
+
+def _outcome(session: Session) -> Outcome:
+    """The end signal: the finish action, the last ``agent_state_changed``
+    state and its reason, error observations, and the trial's terminal-bench
+    ``results.json`` (``failure_mode``) or harbor ``result.json``
+    (``exception_info``); see ``formats/certification.md`` §6.2."""
+    ev: list[dict[str, Any]] = []
+    state = None
+    reason = ""
+    state_event = None
+    finish = None
+    errors: list[Event] = []
+    operator_stop = False
+    for e in session.events:
+        raw = _d(e.raw)
+        if raw.get("observation") == "agent_state_changed":
+            ex = _d(raw.get("extras"))
+            state = ex.get("agent_state") or state
+            reason = str(ex.get("reason") or "")
+            state_event = e
+        elif raw.get("action") == "finish" and (raw.get("source") or e.source) == "agent":
+            finish = e
+        elif raw.get("observation") == "error":
+            errors.append(e)
+        elif raw.get("action") in ("change_agent_state", "pause", "stop") and (raw.get("source") or e.source) == "user":
+            operator_stop = True
+    if state_event is not None:
+        ev.append({"event_id": state_event.id, "what": f"agent_state {state}" + (f" ({reason})" if reason else "")})
+    if finish is not None:
+        ev.append({"event_id": finish.id, "what": "finish action"})
+    claimed = finish is not None or state == "finished"
+    # harness signals first: they see what the stream cannot (timeouts, installs)
+    decided = trial_outcome(session.run.results, claimed, ev)
+    if decided is not None:
+        return decided
+    if state == "error" or (state is None and errors and finish is None):
+        text = reason or (errors[-1].text if errors else "") or ""
+        if "Agent reached maximum" in text or BUDGET_TEXT.search(text):
+            return Outcome(False, budget_exhausted=True, status=state or "error", signal=text[:300], claimed_success=claimed, evidence=ev)
+        if "OUT_OF_CREDITS" in text:
+            return Outcome(False, external_error=f"provider credits exhausted ({text[:200]})", status="error", signal=text[:300], claimed_success=claimed, evidence=ev)
+        return Outcome(False, external_error=(text[:300] or "unclassified agent error"), status=state or "error", signal="agent_state error", claimed_success=claimed, evidence=ev)
+    if state == "rate_limited":
+        return Outcome(False, external_error="rate limited by the LLM provider", status=state, signal="agent_state rate_limited", claimed_success=claimed, evidence=ev)
+    if state in ("stopped", "paused", "user_rejected"):
+        if operator_stop or state in ("paused", "user_rejected"):
+            return Outcome(False, human_abort=True, status=state, signal=f"agent_state {state} after an operator action", claimed_success=claimed, evidence=ev)
+        return Outcome(False, status=state, signal=f"agent_state {state} without an operator action", claimed_success=claimed, evidence=ev)
+    if state == "rejected":
+        return Outcome(False, external_error=f"the agent rejected the task{': ' + reason if reason else ''}", status=state, signal="agent_state rejected", claimed_success=False, evidence=ev)
+    if state == "finished" or (finish is not None and state in (None, "awaiting_user_input", "running")):
+        return Outcome(True, status=state or "finish", signal="finish action" if finish is not None else "agent_state finished", claimed_success=True, evidence=ev)
+    if state == "awaiting_user_confirmation":
+        return Outcome(False, status=state, signal="waiting for the operator's confirmation", approval_wait=True, evidence=ev)
+    return Outcome(False, status=state, signal=f"no finish (last agent_state {state or 'none'}): the run ended without its own end signal", evidence=ev)
+
+
+# ---------------------------------------------------------------- steps
+
+
 def build_steps(session: Session) -> list[Step]:
     """One step per action answered by an observation (first answer wins)."""
     events = session.events
@@ -884,6 +1027,7 @@ def build_steps(session: Session) -> list[Step]:
                 parallel_group=e.response_id if _parallel(raw) else None,
                 usage=_usage_tokens(e.usage) if "llm_metrics" in raw else None,
                 cost=e.usage.get("cost") if "llm_metrics" in raw and e.usage else None,
+                model_usage=e.model_usage if "llm_metrics" in raw else None,
             )
         )
     session.metadata["actions_without_observation"] = unanswered
@@ -915,6 +1059,7 @@ def attribute_usage(events: list[Event]) -> None:
         rid = e.response_id
         if rid is None or rid not in seen:
             e.usage = {k: (v - prev.get(k, 0) if type(v) in (int, float) else v) for k, v in totals.items()}
+            e.model_usage = Usage.from_counts(e.usage, "llm_metrics (difference of running totals)")
         if rid:
             seen.add(rid)
         prev = totals

@@ -43,9 +43,12 @@ from ..model import (
     Session,
     SourceFile,
     Step,
+    Usage,
 )
 from ..registry import STRONG, WEAK, Format, Match
 from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
+from ..vocab.opencode import OPENCODE_TOOLS
+from ..vocab.trials import find_verifier_dir
 from ..steps import render_action
 
 NAME = "rollout-trace"
@@ -65,7 +68,7 @@ SIDECARS = {
 }
 
 #: Single-argument renderings for opencode's tools (``bash`` renders as its command).
-OPENCODE_SINGLE_ARGUMENT = {"bash": "command", "think": "thought"}
+OPENCODE_SINGLE_ARGUMENT = OPENCODE_TOOLS.single_argument()
 
 _HEAD_BYTES = 1 << 16
 
@@ -409,9 +412,11 @@ def read(root: Path, options: ReadOptions) -> Session:
             kind, typ, text = OTHER, f"model_call.{info.purpose}", info.content
         ev = Event(
             eid, kind, typ, rec, source="agent", role="assistant", timestamp=_iso(rec.get("timestamp")),
-            text=text, tool_calls=list(info.tool_calls) if kind == ACTION else [],
+            text=text, tool_calls=[OPENCODE_TOOLS.call(tc.name, tc.arguments, tc.call_id) for tc in info.tool_calls] if kind == ACTION else [],
             response_id=info.response_id, reasoning=info.reasoning, usage=info.usage, ref=ref, extra=extra,
         )
+        if info.usage is not None:
+            ev.model_usage = Usage.from_counts(info.usage, "response.usage")
         if kind == ACTION:
             for tc in info.tool_calls:
                 if tc.call_id:
@@ -425,6 +430,14 @@ def read(root: Path, options: ReadOptions) -> Session:
     )
     sources = sorted({c.ids_source for c in infos if c.ids_source})
     session.metadata["token_ids_sources"] = sources
+    run = session.run
+    run.harness = NAME
+    models = [c.request.get("model") for c in infos if c.purpose == AGENT and isinstance(c.request.get("model"), str)]
+    run.models = list(dict.fromkeys(models))
+    stamps = [e.timestamp for e in session.events if e.timestamp]
+    if stamps:
+        run.started_at, run.ended_at = stamps[0], stamps[-1]
+    run.verifier_dir = find_verifier_dir(session.source_path)
     if session.task is None and task_msg is not None:
         session.task, session.task_source = task_msg, "first user message"
     if options.steps:
@@ -464,6 +477,7 @@ def build_steps(session: Session) -> list[Step]:
                 parallel_group=e.response_id or e.id if len(answered) > 1 else None,
                 usage=e.usage if k == 0 else None,
                 extra={"call_id": tc.call_id},
+                model_usage=e.model_usage if k == 0 else None,
             ))
     return steps
 

@@ -34,9 +34,12 @@ from ...model import (
     ReadOptions,
     Ref,
     Session,
+    FileEdit,
     SourceFile,
     ToolCall,
+    Usage,
 )
+from ...vocab.openhands import SDK_TOOLS
 from . import layout, tree
 from .fields import (
     RESPONSE_KINDS,
@@ -47,6 +50,7 @@ from .fields import (
     reasoning,
     texts,
 )
+from .outcome import outcome, run_facts
 from .layout import EVENT, MALFORMED
 from .views import (
     ACPToolCallView,
@@ -135,6 +139,37 @@ def misfit_members(raw: dict, kind: Any) -> list[str]:
     return [name for name, typ in req if type(raw.get(name)) is not typ]
 
 
+def _described_call(raw: dict, kind: str, name: str, args: Any, call_id: str | None) -> ToolCall:
+    """An ActionEvent's call, described by the SDK tool table as the SDK ran
+    it: the parsed ``action`` (named by its kind) when the event holds one,
+    else the tool call's own name and arguments."""
+    g = raw.get
+    act = g("action")
+    if type(act) is dict and act:
+        return SDK_TOOLS.call(name, args, call_id, action=str(act.get("kind") or g("tool_name") or kind), input=act)
+    tc = g("tool_call")
+    tc = tc if type(tc) is dict else {}
+    a = tc.get("arguments")
+    if type(a) is str:
+        try:
+            a = orjson.loads(a)
+        except orjson.JSONDecodeError:
+            a = {"_raw": a}
+    return SDK_TOOLS.call(name, args, call_id, action=str(g("tool_name") or tc.get("name") or kind),
+                          input=a if type(a) is dict else {})
+
+
+def _file_edit(obs: dict) -> FileEdit | None:
+    """The file change a file-editor observation records (none for ``view`` or an error)."""
+    cmd = obs.get("command")
+    if cmd is None or cmd == "view" or obs.get("is_error"):
+        return None
+    path, old, new, prev = obs.get("path"), obs.get("old_content"), obs.get("new_content"), obs.get("prev_exist")
+    if type(path) is not str:
+        return None
+    return FileEdit(path, old if type(old) is str else None, new if type(new) is str else None, prev if type(prev) is bool else None)
+
+
 def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
     """The normalized :class:`Event` for one decoded event object.
 
@@ -196,7 +231,7 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
             extra["tool_name"] = tool_name
             extra["action_kind"] = None
             extra["executable"] = False
-        ev.tool_calls.append(ToolCall(name, args, call_id))
+        ev.tool_calls.append(_described_call(raw, kind, name, args, call_id))
         ev.call_id = call_id
         rid = g("llm_response_id")
         ev.response_id = rid if type(rid) is str else None
@@ -222,6 +257,12 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
         aid = g("action_id")
         ev.cause = aid if type(aid) is str else None
         ok = obs.get("kind")
+        md = obs.get("metadata")
+        wd = md.get("working_dir") if type(md) is dict else None
+        if type(wd) is str and wd.startswith("/"):
+            ev.cwd = wd
+        if ok == "FileEditorObservation" or ok == "PlanningFileEditorObservation":
+            ev.edit = _file_edit(obs)
         extra["tool_name"] = g("tool_name")
         extra["observation_kind"] = _ALIASES.get(ok, ok) if type(ok) is str else None
         if obs.get("is_error") is True:
@@ -269,6 +310,9 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
         if dc is not None and isinstance(dc.get("text"), str):
             extra["dynamic_context"] = dc["text"]
         extra["tool_names"] = [t.get("title") or t.get("name") for t in v.tools if isinstance(t, dict)]
+        tools = g("tools")
+        if type(tools) is list:
+            ev.tools = tools
     elif kind == "Condensation":
         v = CondensationView(raw)
         ev.response_id = v.llm_response_id
@@ -294,7 +338,7 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
         name = v.tool_kind or v.title or "acp_tool"
         ev.role = "assistant"
         ev.text = v.title
-        ev.tool_calls.append(ToolCall(name, v.raw_input, v.tool_call_id))
+        ev.tool_calls.append(SDK_TOOLS.call(name, v.raw_input, v.tool_call_id))
         ev.call_id = v.tool_call_id
         extra["acp_output"] = v.output_text
         extra["acp_status"] = v.status
@@ -477,7 +521,8 @@ def meta_facts(meta: dict) -> dict[str, Any]:
 _ANSWER_KINDS = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
 #: Kinds whose ``response_id`` is their ``llm_response_id`` (every other kind has none).
 #: The fields a lazy event derives (:meth:`Event.lazy`).
-_DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id")
+_DERIVED = ("source", "role", "timestamp", "text", "tool_calls", "call_id", "cause", "response_id", "reasoning", "usage", "parent_id",
+            "edit", "cwd", "tools")
 
 
 def _derive(tz: Any, added: dict[str, Any], raw: dict) -> dict[str, Any]:
@@ -563,6 +608,13 @@ def read_derived(root: Path, options: ReadOptions | None = None) -> Session:
 
 
 def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy: bool = True) -> Session:
+    s = _read_conversation(root, options, depth, visiting, lazy)
+    run_facts(s, FORMAT_NAME)
+    s.outcome = outcome(s)
+    return s
+
+
+def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy: bool = True) -> Session:
     s = Session(format=FORMAT_NAME, source_path=str(root), view="events")
     tz = _zone(options.tz, s)
     if options.view not in (None, "events"):
@@ -760,6 +812,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy
             elif by_response and rid in by_response:
                 if rid not in given:
                     ev.usage = dict(by_response[rid])
+                    ev.model_usage = Usage.from_counts(ev.usage, "base_state usage_to_metrics")
                     given.add(rid)
                 else:
                     usage_on.append(pos)  # marked once the analyzer's verdicts are in

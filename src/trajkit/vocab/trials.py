@@ -1,0 +1,108 @@
+"""Benchmark trial layouts around a run: terminal-bench ``results.json``,
+harbor ``result.json`` and ``verifier/``, and what their end signals mean.
+
+Any reader whose runs sit in such a trial fills :attr:`Session.run
+<trajkit.model.Session.run>` (``results``, ``verifier_dir``) with these
+helpers, and lets :func:`trial_outcome` speak first when it sets
+``Session.outcome``: the harness sees what the event stream cannot
+(timeouts, failed installs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..model import Outcome, TrialResult
+
+TERMINAL_BENCH = "terminal-bench"
+HARBOR = "harbor"
+
+#: Members that make a dict a terminal-bench ``results.json`` / a harbor ``result.json``.
+TB_KEYS = ("failure_mode", "is_resolved", "parser_results")
+HARBOR_KEYS = ("exception_info", "verifier_result", "agent_result")
+
+#: terminal-bench ``failure_mode`` values that mean a cap was hit / an external block.
+TB_BUDGET = frozenset({"agent_timeout", "context_length_exceeded", "output_length_exceeded"})
+TB_BLOCKED = frozenset({"agent_installation_failed", "test_timeout", "parse_error", "unknown_agent_error", "fatal_llm_parse_error"})
+
+
+def find_verifier_dir(root: str) -> str | None:
+    """The harbor ``verifier/`` directory (with ``ctrf.json`` or ``reward.txt``)
+    at ``root`` or up to three directories above it (as a path built on ``root``)."""
+    d = str(Path(root))
+    for _ in range(4):
+        v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it
+        if os.path.isdir(v) and (os.path.isfile(os.path.join(v, "ctrf.json")) or os.path.isfile(os.path.join(v, "reward.txt"))):
+            return v
+        parent = os.path.dirname(d) or "."
+        if parent == d:
+            break
+        d = parent
+    return None
+
+
+def find_results(metadata: dict[str, Any], paths: dict[str, str] | None = None, depth: int = 3) -> list[TrialResult]:
+    """The terminal-bench and harbor results among the files a reader put in
+    ``metadata`` (the first dict, breadth first, that has their members);
+    ``paths`` maps a top-level metadata key to the file it was read from."""
+    out = []
+    for kind, keys in ((TERMINAL_BENCH, TB_KEYS), (HARBOR, HARBOR_KEYS)):
+        found = _find_dict_with(metadata, keys, depth)
+        if found is not None:
+            path = next((p for k, p in (paths or {}).items() if metadata.get(k) is found), None)
+            out.append(TrialResult(kind, path, found))
+    return out
+
+
+def _find_dict_with(md: dict[str, Any], keys: tuple[str, ...], depth: int) -> dict[str, Any] | None:
+    level = [md]
+    for _ in range(depth):
+        nxt = []
+        for m in level:
+            if any(k in m for k in keys):
+                return m
+            nxt.extend(v for v in m.values() if isinstance(v, dict))
+        level = nxt
+    return None
+
+
+def _d(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
+def trial_cost(results: list[TrialResult]) -> float | None:
+    """The LLM cost harbor's ``result.json`` states (``agent_result.cost_usd``)."""
+    for r in results:
+        if r.kind == HARBOR:
+            v = _d(r.data.get("agent_result")).get("cost_usd")
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0:
+                return float(v)
+    return None
+
+
+def trial_outcome(results: list[TrialResult], claimed: bool, evidence: list[dict[str, Any]]) -> Outcome | None:
+    """The end signal of the trial files when they give one (a cap or an
+    external error), else None. ``evidence`` is extended with what was read."""
+    tb = next((r.data for r in results if r.kind == TERMINAL_BENCH), None)
+    hb = next((r.data for r in results if r.kind == HARBOR), None)
+    if tb:
+        fm = tb.get("failure_mode")
+        evidence.append({"source": "results.json", "failure_mode": fm, "is_resolved": tb.get("is_resolved")})
+        if not isinstance(fm, str):
+            fm = None  # written as anything else: no failure mode
+        if fm in TB_BUDGET:
+            return Outcome(False, budget_exhausted=True, status=str(fm), signal=f"terminal-bench failure_mode {fm}", claimed_success=claimed, evidence=evidence)
+        if fm in TB_BLOCKED:
+            return Outcome(False, external_error=f"terminal-bench failure_mode {fm}", status=str(fm), signal=f"failure_mode {fm}", claimed_success=claimed, evidence=evidence)
+    if hb:
+        exc = _d(hb.get("exception_info"))
+        if exc:
+            et = str(exc.get("exception_type") or "")
+            msg = str(exc.get("exception_message") or "")[:300]
+            evidence.append({"source": "result.json", "exception_type": et})
+            if "timeout" in et.lower() or "timeout" in msg.lower()[:80]:
+                return Outcome(False, budget_exhausted=True, status=et, signal=f"harbor exception {et}", claimed_success=claimed, evidence=evidence)
+            return Outcome(False, external_error=f"harbor exception {et}: {msg}".strip(), status=et, signal=f"harbor exception {et}", claimed_success=claimed, evidence=evidence)
+    return None
