@@ -23,6 +23,13 @@ from .model import (  # noqa: E402
     Turn,
 )
 
+# The reader toolkit package ``trajkit.read`` shares its name with the
+# library's ``read()`` below. Importing the package binds ``trajkit.read`` to
+# it, so it is imported first (it is light: its ``__init__`` imports nothing)
+# and the function then takes the name; later ``trajkit.read.*`` imports find
+# the package in ``sys.modules`` and leave the function alone.
+from . import read as _read_toolkit  # noqa: E402,F401
+
 
 def read(path, format=None, options=None):
     """The run at ``path`` as a :class:`Session` (format detected unless named)."""

@@ -22,6 +22,8 @@ are parsed per call by :func:`trajkit.rl.calls.parse_call`, which
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,8 @@ from typing import Any
 import orjson
 
 from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ..jsonio import MISSING, iter_jsonl, load_file, loads, read_bytes
+from ..jsonio import MISSING, loads
+from ..read.io import iter_jsonl, load_json, read_bytes
 from ..model import (
     ACTION,
     ERROR_EVENT,
@@ -44,6 +47,7 @@ from ..model import (
     SourceFile,
     Step,
 )
+from ..read.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match
 from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
 from ..steps import render_action
@@ -73,41 +77,40 @@ _HEAD_BYTES = 1 << 16
 # ---------------------------------------------------------------- detection
 
 
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(_HEAD_BYTES)
-    except OSError:
-        return b""
-
-
-def looks_like_trace(path: Path) -> bool:
+def looks_like_trace(path: Path | str, probe: Probe | None = None) -> bool:
     """Whether a file's first bytes look like a rollout trace (records with a request)."""
-    head = _head(path).lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = (probe or Probe()).head(path, _HEAD_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
     if not head[:1] in (b"{", b"["):
         return False
     return b'"request"' in head and (b'"response"' in head or b'"turn"' in head)
 
 
-def trace_file_in(directory: Path) -> Path | None:
+def trace_file_in(directory: Path, probe: Probe | None = None) -> Path | None:
     """The trace file a rollout directory holds, if any."""
+    probe = probe or Probe()
+    names = probe.listdir(directory)
+    if not names:
+        return None
+    base = str(directory) + os.sep
     for name in TRACE_NAMES:
-        p = directory / name
-        if p.is_file():
-            return p
-    extra = sorted(directory.glob("proxy_trace*.jsonl")) + sorted(directory.glob("proxy_trace*.json"))
-    return extra[0] if extra else None
+        if name in names and probe.is_file(base + name):
+            return directory / name
+    for pattern in ("proxy_trace*.jsonl", "proxy_trace*.json"):
+        extra = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+        if extra:
+            return directory / extra[0]
+    return None
 
 
-def sniff(candidate: Path, fingerprint: str) -> Match | None:
-    if candidate.is_file():
-        if looks_like_trace(candidate):
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | None:
+    if probe.is_file(candidate):
+        if looks_like_trace(candidate, probe):
             return Match(candidate, fingerprint, STRONG, f"{candidate.name} holds captured model-call records")
         return None
-    trace = trace_file_in(candidate)
+    trace = trace_file_in(candidate, probe)
     if trace is None:
         return None
-    if not looks_like_trace(trace):
+    if not looks_like_trace(trace, probe):
         if trace.name in TRACE_NAMES:
             # Named like a trace but empty, cut or damaged: still a rollout
             # directory, so the reader can say what is wrong with it.
@@ -494,7 +497,7 @@ def _read_sidecars(directory: Path, trace: Path, session: Session, options: Read
                 continue
             session.metadata[role] = data.decode("utf-8", errors="replace")
             continue
-        value, diags = load_file(p, options.max_file_bytes)
+        value, diags = load_json(p, options.max_file_bytes)
         session.diagnostics.extend(diags)
         if value is MISSING:
             sf.status = "skipped"
