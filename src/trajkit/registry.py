@@ -32,7 +32,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
@@ -165,16 +165,16 @@ def get_format(name: str) -> Format:
     raise DetectionError(f"unknown format {name!r}; known: {', '.join(f.name for f in formats())}")
 
 
-def _candidates(path: Path) -> list[Path]:
-    out = [path]
+def _candidates(path: Path) -> Iterator[Path]:
+    """The path and up to :data:`MAX_ANCESTORS` parents, nearest first (lazily)."""
+    yield path
     p = path
     for _ in range(MAX_ANCESTORS):
         parent = p.parent
         if parent == p:
             break
-        out.append(parent)
+        yield parent
         p = parent
-    return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -216,22 +216,35 @@ def _glob_hit(base: str, fp: str, probe: Probe) -> bool:
     return False
 
 
-def _fingerprint_hits(candidate: Path, fmt: Format, is_dir: bool, probe: Probe) -> list[str]:
-    hits = []
-    base = str(candidate)
-    for fp in fmt.fingerprints:
-        if is_dir:
+def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, probe: Probe) -> Iterator[str]:
+    """The fingerprints of ``fmt`` that match ``candidate`` (``base`` is its
+    string form), in declared order, computed lazily: detection stops asking
+    once a sniff matches."""
+    if is_dir:
+        names = probe.listdir(base)
+        if not names:
+            return
+        for fp in fmt.fingerprints:
+            first, match = _parse_glob(fp)[0]
+            if match is None and first not in names:
+                continue  # the common case: a literal first part that is not there
             if _glob_hit(base, fp, probe):
-                hits.append(fp)
-        elif "/" not in fp:
-            match = _parse_glob(fp)[0][1]
-            if (match(candidate.name) if match is not None else candidate.name == fp):
-                hits.append(fp)
-    return hits
+                yield fp
+    else:
+        name = candidate.name
+        for fp in fmt.fingerprints:
+            if "/" not in fp:
+                match = _parse_glob(fp)[0][1]
+                if (match(name) if match is not None else name == fp):
+                    yield fp
 
 
 def detect(
-    path: str | os.PathLike, only: list[str] | None = None, exhaustive: bool = False, probe: Probe | None = None
+    path: str | os.PathLike,
+    only: list[str] | None = None,
+    exhaustive: bool = False,
+    probe: Probe | None = None,
+    decide_only: bool = False,
 ) -> Detection:
     """Which format ``path`` (or the run it is inside) holds, and why.
 
@@ -242,6 +255,12 @@ def detect(
     that does not exist or matches nothing gives a Detection with
     ``format=None``; a sniff that raises is a ``detect.sniff-failed``
     diagnostic naming the format.
+
+    ``decide_only`` (what :func:`read` uses): once a format has a strong
+    match at a candidate, formats of lower priority are not sniffed there,
+    since they cannot win (priority outranks strength and nearness). The
+    winner, its match and the ambiguity verdict are the same; ``considered``
+    just lacks those outranked formats.
     """
     p = Path(logical_abspath(path))
     det = Detection(path=str(p), format=None, match=None)
@@ -251,36 +270,44 @@ def detect(
     fmts = [f for f in formats() if only is None or f.name in only]
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
+    strong = False
     for depth, cand in enumerate(_candidates(p)):
-        is_dir = probe.is_dir(cand)
+        cs = str(cand)
+        is_dir = probe.is_dir(cs)
+        floor = None  # priority of a strong match at this candidate
         for fmt in fmts:
-            for fp in _fingerprint_hits(cand, fmt, is_dir, probe):
+            if floor is not None and fmt.priority < floor:
+                break  # formats are in priority order: none of the rest can win
+            for fp in _fingerprint_hits(cand, cs, fmt, is_dir, probe):
                 try:
                     m = fmt.sniff(probe, cand, fp)
                 except Exception as e:  # a sniff must not take detection down
-                    det.considered.append(Candidate(fmt.name, fmt.priority, str(cand), fp, "sniff-error", reason=repr(e)))
+                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-error", reason=repr(e)))
                     det.diagnostics.append(
                         Diagnostic(
                             "detect.sniff-failed",
                             f"format {fmt.name!r}: its sniff raised {type(e).__name__}: {e}; the format was skipped here",
                             WARNING,
-                            file=str(cand),
+                            file=cs,
                         )
                     )
                     continue
                 if m is None:
-                    det.considered.append(Candidate(fmt.name, fmt.priority, str(cand), fp, "sniff-rejected"))
+                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected"))
                     continue
-                key = (fmt.name, str(m.root))
+                root = str(m.root)
+                key = (fmt.name, root)
                 if key in seen:
                     continue
                 seen.add(key)
-                det.considered.append(
-                    Candidate(fmt.name, fmt.priority, str(cand), fp, "match", m.strength, str(m.root), m.reason)
-                )
+                det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "match", m.strength, root, m.reason))
+                if m.strength == STRONG:
+                    strong = True
+                    if decide_only and floor is None:
+                        floor = fmt.priority
                 matches.append((-fmt.priority, 0 if m.strength == STRONG else 1, depth, fmt, m))
                 break
-        if not exhaustive and any(t[1] == 0 for t in matches):
+        if strong and not exhaustive:
             break
     if not matches:
         return det
@@ -332,7 +359,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     p = Path(logical_abspath(path))
     if format is not None:
         return _read_with(get_format(format), p, options)
-    det = detect(p)
+    det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
         if not os.path.exists(p):
             raise DetectionError(f"{p}: no such file or directory")

@@ -213,8 +213,9 @@ def _root_for(cand: Path, probe: Probe) -> tuple[Path, str, str] | tuple[Path, s
         return None
     if lay.kind == "session-dir":
         sd = cand
-        has_events = any(_EVENT_FILE.match(n) for n in lay.ls(sd / "events"))
-        has_cache = any(_SHARD_FILE.match(n) for n in lay.ls(sd / "event_cache"))
+        base = str(sd) + os.sep
+        has_events = any(_EVENT_FILE.match(n) for n in lay.ls(base + "events"))
+        has_cache = not has_events and any(_SHARD_FILE.match(n) for n in lay.ls(base + "event_cache"))
         if not (has_events or has_cache):
             return None  # no <id>.json / <a>-<b>.json: not a V0 session (an SDK conversation, say)
         return _trial_of_session_dir(sd, probe), STRONG, "a session directory with events/ or event_cache/"

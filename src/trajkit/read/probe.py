@@ -31,14 +31,29 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_scans", "_st", "_heads", "calls")
+    __slots__ = ("_ls", "_entries", "_scans", "_st", "_heads", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
+        self._entries: dict[str, list[os.DirEntry] | None] = {}
         self._scans: dict[str, tuple[set[str], set[str]]] = {}
         self._st: dict[str, os.stat_result | None] = {}
         self._heads: dict[str, tuple[bytes, int]] = {}
         self.calls = 0
+
+    def _list(self, p: str) -> list[str] | None:
+        # one scandir serves listdir() and scan(): the entries keep their type
+        self.calls += 1
+        try:
+            with os.scandir(p) as it:
+                entries = list(it)
+        except OSError:
+            self._entries[p] = None
+            self._ls[p] = None
+            return None
+        self._entries[p] = entries
+        names = self._ls[p] = [e.name for e in entries]
+        return names
 
     def listdir(self, path: str | os.PathLike) -> list[str] | None:
         """The names in a directory (unsorted, as the OS gives them), or None
@@ -46,12 +61,7 @@ class Probe:
         p = os.fspath(path)
         names = self._ls.get(p, _MISSING)
         if names is _MISSING:
-            self.calls += 1
-            try:
-                names = os.listdir(p)
-            except OSError:
-                names = None
-            self._ls[p] = names
+            names = self._list(p)
         return names
 
     def scan(self, path: str | os.PathLike) -> tuple[set[str], set[str]]:
@@ -62,25 +72,19 @@ class Probe:
         got = self._scans.get(p)
         if got is not None:
             return got
-        self.calls += 1
+        if p not in self._entries:
+            self._list(p)
         dirs: set[str] = set()
         files: set[str] = set()
-        names: list[str] | None = []
-        try:
-            with os.scandir(p) as it:
-                for e in it:
-                    names.append(e.name)  # type: ignore[union-attr]
-                    try:
-                        if e.is_dir():
-                            dirs.add(e.name)
-                        elif e.is_file():
-                            files.add(e.name)
-                    except OSError:
-                        continue
-        except OSError:
-            names = None
+        for e in self._entries[p] or ():
+            try:
+                if e.is_dir():
+                    dirs.add(e.name)
+                elif e.is_file():
+                    files.add(e.name)
+            except OSError:
+                continue
         self._scans[p] = got = (dirs, files)
-        self._ls.setdefault(p, names)
         return got
 
     def stat(self, path: str | os.PathLike) -> os.stat_result | None:

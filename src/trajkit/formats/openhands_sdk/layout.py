@@ -99,7 +99,7 @@ def conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> Pat
     ``base_state.json`` or ``meta.json``, the conversation of an event file or
     of a path inside ``events/`` / ``observations/``; None when there is none."""
     probe = probe if probe is not None else Probe()
-    p = Path(os.path.abspath(os.fspath(path)))
+    p = path if isinstance(path, Path) and path.is_absolute() else Path(os.path.abspath(os.fspath(path)))
     d = p if probe.is_dir(p) else p.parent
     if is_conversation_dir(d, probe):
         return d
