@@ -111,8 +111,12 @@ def _session_dirs(parent: Path, probe: Probe) -> list[Path]:
     return out
 
 
-def _json_files(d: Path, files: set[str]) -> list[Path]:
-    return [d / n for n in sorted(files) if n.endswith(".json") and not n.startswith(".")]
+def _json_files(d: Path, probe: Probe) -> list[Path]:
+    """The ``*.json`` entries of ``d`` that are not directories: regular files,
+    and special files or dangling links named like one (so the reader can say
+    why they are not read instead of passing over them in silence)."""
+    dirs, _files = probe.scan(d)
+    return [d / n for n in sorted(probe.listdir(d) or ()) if n.endswith(".json") and not n.startswith(".") and n not in dirs]
 
 
 def locate(root: Path, probe: Probe | None = None) -> Layout | None:
@@ -124,29 +128,32 @@ def locate(root: Path, probe: Probe | None = None) -> Layout | None:
     dirs, files = probe.scan(root)
     if not dirs and not files and not probe.is_dir(root):
         return None
-    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if n in files]
+    listed = probe.listdir(root) or ()
+    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if n in listed and n not in dirs]
     if "sessions" in dirs:
         sess = root / "sessions"
         sdirs, sfiles = probe.scan(sess)
-        flats = _json_files(sess, sfiles)
+        flats = _json_files(sess, probe)
         sessions = _session_dirs(sess / "sessions", probe) if "sessions" in sdirs else []
         if flats or sessions:
             recs = [sess / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sfiles]
             lay = Layout("terminal-bench", root, flats, sessions, meta, recs, probe=probe)
             if not flats and "agent-logs" in dirs:
-                lay.flat_candidates = _json_files(root / "agent-logs", probe.scan(root / "agent-logs")[1])
+                lay.flat_candidates = _json_files(root / "agent-logs", probe)
             return lay
     if "agent" in dirs:
         agent = root / "agent"
         adirs, afiles = probe.scan(agent)
-        has_flat = "openhands.trajectory.json" in afiles
+        has_flat = "openhands.trajectory.json" in afiles or (
+            "openhands.trajectory.json" not in adirs and "openhands.trajectory.json" in (probe.listdir(agent) or ())
+        )
         sessions = _session_dirs(agent / "sessions", probe) if "sessions" in adirs else []
         if has_flat or sessions:
             recs = [agent / n for n in ("openhands.txt", "trajectory.json") if n in afiles]
             return Layout("harbor", root, [agent / "openhands.trajectory.json"] if has_flat else [], sessions, meta, recs, probe=probe)
     if "agent-logs" in dirs:
         logs = root / "agent-logs"
-        flats = [p for p in _json_files(logs, probe.scan(logs)[1]) if _looks_like_v0_list(p, probe)]
+        flats = [p for p in _json_files(logs, probe) if _looks_like_v0_list(p, probe)]
         if flats:
             return Layout("agent-logs", root, flats, [], meta, probe=probe)
     if "events" in dirs or "event_cache" in dirs:

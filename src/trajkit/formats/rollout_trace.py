@@ -32,7 +32,8 @@ import orjson
 
 from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ..jsonio import MISSING, loads
-from ..read.io import iter_jsonl, load_json, read_bytes
+from ..read.builder import SessionBuilder
+from ..read.io import iter_jsonl, read_capped
 from ..model import (
     ACTION,
     ERROR_EVENT,
@@ -134,13 +135,14 @@ def _iso(ts: Any) -> str | None:
     return None
 
 
-def _load_records(path: Path, session: Session, options: ReadOptions) -> list[tuple[Any, int | None, int | None]]:
+def _load_records(path: Path, b: SessionBuilder, src: SourceFile) -> list[tuple[Any, int | None, int | None]]:
     """The trace's records with their 1-based line ranges (None for a JSON array)."""
+    session = b.session
     file = str(path)
-    data, d = read_bytes(path, options.max_file_bytes)
+    data, why = read_capped(file, b.cap)
     if data is None:
-        if d:
-            session.diagnostics.append(d)
+        session.diagnostics.append(why.diagnostic(file, b.cap))  # type: ignore[union-attr]
+        src.status = "skipped"
         return []
     if not data or data.isspace():
         session.diag("file.empty", "the trace file is empty: no calls were captured", ERROR, file=file)
@@ -204,30 +206,33 @@ def _same_message(a: Any, b: Any) -> bool:
 def read(root: Path, options: ReadOptions) -> Session:
     """The rollout at ``root`` (a directory or a trace file) as a Session."""
     root = Path(root)
-    session = Session(format=NAME, source_path=str(root), view="trace")
-    if root.is_file():
+    b = SessionBuilder(NAME, root, options, view="trace")
+    session = b.session
+    probe = b.probe
+    if probe.is_dir(root):
+        trace = trace_file_in(root, probe)
+        sidecar_dir = root
+        if trace is None:
+            # named like a trace but not a regular file (a FIFO, /dev/zero): say so
+            for name in TRACE_NAMES:
+                if probe.has(root, name) and not probe.is_dir(root / name):
+                    b.read_bytes(root / name, "events")
+    elif probe.exists(root):
         trace = root
         sidecar_dir = root.parent if root.name in TRACE_NAMES else None
-    elif root.is_dir():
-        trace = trace_file_in(root)
-        sidecar_dir = root
     else:
         session.diag("rollout.no-trace", "no such file or directory", ERROR, file=str(root))
         return session
     if trace is None:
         session.diag("rollout.no-trace", f"no trace file ({', '.join(TRACE_NAMES)}) in the directory", ERROR, file=str(root))
-        return session
-    try:
-        size = trace.stat().st_size
-    except OSError:
-        size = None
-    src = SourceFile(str(trace), "events", "read", size)
-    session.files.append(src)
+        return b.finish()
+    st = probe.stat(trace)
+    src = b.account(trace, "events", "read", st.st_size if st is not None else None)
     session.metadata["trace_path"] = str(trace)
     if sidecar_dir is not None:
-        _read_sidecars(sidecar_dir, trace, session, options)
+        _read_sidecars(sidecar_dir, trace, b)
 
-    raw_records = _load_records(trace, session, options)
+    raw_records = _load_records(trace, b, src)
     calls: list[tuple[ModelCall, Any, int | None, int | None]] = []
     odd: list[tuple[Any, int | None, int | None, int]] = []
     for i, (rec, l0, l1) in enumerate(raw_records):
@@ -436,7 +441,7 @@ def read(root: Path, options: ReadOptions) -> Session:
             tc.call_id for e in session.events if e.kind == ACTION for tc in e.tool_calls if tc.call_id not in answered
         ]
         session.metadata["actions_without_observation"] = unanswered
-    return session
+    return b.finish()
 
 
 def build_steps(session: Session) -> list[Step]:
@@ -471,36 +476,28 @@ def build_steps(session: Session) -> list[Step]:
     return steps
 
 
-def _read_sidecars(directory: Path, trace: Path, session: Session, options: ReadOptions) -> None:
+def _read_sidecars(directory: Path, trace: Path, b: SessionBuilder) -> None:
+    session = b.session
+    probe = b.probe
     for name, role in SIDECARS.items():
-        p = directory / name
-        if not p.is_file():
+        if not probe.has(directory, name):
             continue
-        try:
-            size = p.stat().st_size
-        except OSError:
-            size = None
-        sf = SourceFile(str(p), role, "read", size)
-        session.files.append(sf)
+        p = directory / name
+        if probe.is_dir(p):
+            continue
         if role == "derived":
-            sf.status, sf.note = "ignored", "derived turns; trajkit derives its own with `trajkit turns`"
+            b.ignored(p, role, "derived turns; trajkit derives its own with `trajkit turns`", _size(probe, p))
             continue
         if role == "agent_events":
-            sf.status, sf.note = "ignored", "the agent's own event stream (opencode run --format json)"
+            b.ignored(p, role, "the agent's own event stream (opencode run --format json)", _size(probe, p))
             continue
         if name.endswith(".txt"):
-            data, d = read_bytes(p, options.max_file_bytes)
-            if data is None:
-                sf.status = "skipped"
-                if d:
-                    session.diagnostics.append(d)
-                continue
-            session.metadata[role] = data.decode("utf-8", errors="replace")
+            data, _sf = b.read_bytes(p, role)
+            if data is not None:
+                session.metadata[role] = data.decode("utf-8", errors="replace")
             continue
-        value, diags = load_json(p, options.max_file_bytes)
-        session.diagnostics.extend(diags)
+        value, _sf = b.read_json(p, role)
         if value is MISSING:
-            sf.status = "skipped"
             continue
         session.metadata[role] = value
         if role == "task":
@@ -510,7 +507,10 @@ def _read_sidecars(directory: Path, trace: Path, session: Session, options: Read
             if isinstance(value, dict) and isinstance(value.get("id") or value.get("task_id"), (str, int)):
                 session.id = str(value.get("id") or value.get("task_id"))
     # a trace next to other trace files: say which was read
-    others = [p.name for p in sorted(directory.glob("*trace*.json*")) if p != trace and p.is_file()]
+    others = sorted(
+        n for n in probe.listdir(directory) or ()
+        if n[0] != "." and fnmatch.fnmatchcase(n, "*trace*.json*") and n != trace.name and probe.is_file(directory / n)
+    )
     if others:
         session.diag(
             "rollout.other-traces",
@@ -519,7 +519,12 @@ def _read_sidecars(directory: Path, trace: Path, session: Session, options: Read
             file=str(directory),
         )
         for name in others:
-            session.files.append(SourceFile(str(directory / name), "events", "unused"))
+            b.unused(directory / name, "events")
+
+
+def _size(probe: Probe, p: Path) -> int | None:
+    st = probe.stat(p)
+    return st.st_size if st is not None else None
 
 
 def _task_text(value: Any) -> str | None:
