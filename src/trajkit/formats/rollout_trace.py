@@ -32,8 +32,6 @@ import orjson
 
 from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ..jsonio import MISSING, loads
-from ..read.builder import SessionBuilder
-from ..read.io import iter_jsonl, read_capped
 from ..model import (
     ACTION,
     ERROR_EVENT,
@@ -48,10 +46,12 @@ from ..model import (
     SourceFile,
     Step,
 )
+from ..read.builder import SessionBuilder
+from ..read.io import iter_jsonl, read_capped
+from ..read.pairing import pair_by_call_id
 from ..read.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match
 from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
-from ..steps import render_action
 
 NAME = "rollout-trace"
 
@@ -447,33 +447,7 @@ def read(root: Path, options: ReadOptions) -> Session:
 def build_steps(session: Session) -> list[Step]:
     """One step per tool call that a later tool result answers, in call order;
     calls of one model response share a ``parallel_group``."""
-    obs: dict[str, Event] = {}
-    for e in session.events:
-        if e.kind == OBSERVATION and e.call_id and e.call_id not in obs:
-            obs[e.call_id] = e
-    steps: list[Step] = []
-    for e in session.events:
-        if e.kind != ACTION:
-            continue
-        answered = [tc for tc in e.tool_calls if tc.call_id in obs]
-        thought = e.reasoning if e.reasoning and e.reasoning.strip() else (e.text if e.text and e.text.strip() else None)
-        for k, tc in enumerate(answered):
-            o = obs[tc.call_id]
-            steps.append(Step(
-                step_id=len(steps) + 1,
-                action=render_action(tc.name, tc.arguments, OPENCODE_SINGLE_ARGUMENT),
-                tool_type=tc.name,
-                observation=o.text or "",
-                thinking=thought if k == 0 else None,
-                action_ref=e.ref,
-                observation_ref=o.ref,
-                action_event_id=e.id,
-                observation_event_id=o.id,
-                parallel_group=e.response_id or e.id if len(answered) > 1 else None,
-                usage=e.usage if k == 0 else None,
-                extra={"call_id": tc.call_id},
-            ))
-    return steps
+    return pair_by_call_id(session, OPENCODE_SINGLE_ARGUMENT)
 
 
 def _read_sidecars(directory: Path, trace: Path, b: SessionBuilder) -> None:

@@ -21,6 +21,8 @@ from typing import Any
 from .io import head as _head
 
 _MISSING: Any = object()
+#: The least a head read fetches (formats ask for 256 bytes to 1 MiB).
+_MIN_HEAD = 1 << 16
 
 
 class Probe:
@@ -118,8 +120,8 @@ class Probe:
         return names is not None and name in names
 
     def head(self, path: str | os.PathLike, n: int) -> bytes:
-        """The first ``n`` bytes of a regular file (``b""`` otherwise); the
-        longest head read so far is kept and sliced for shorter asks."""
+        """The first ``n`` bytes of a regular file (``b""`` otherwise). At
+        least 64 KiB is read once and kept, and shorter asks are slices of it."""
         p = os.fspath(path)
         got = self._heads.get(p)
         if got is not None:
@@ -127,9 +129,10 @@ class Probe:
             if asked >= n or len(data) < asked:  # enough, or the whole file
                 return data[:n]
         self.calls += 1
-        data = _head(p, n)
-        self._heads[p] = (data, n)
-        return data
+        want = max(n, _MIN_HEAD)  # one read serves the other formats' smaller asks
+        data = _head(p, want)
+        self._heads[p] = (data, want)
+        return data[:n]
 
 
 def logical_abspath(path: str | os.PathLike) -> str:
