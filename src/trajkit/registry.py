@@ -239,6 +239,14 @@ def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, pro
                     yield fp
 
 
+def _abs_path(path: str | os.PathLike) -> Path:
+    """``path`` made absolute as :func:`~trajkit.read.probe.logical_abspath`
+    does; an absolute Path without ``..`` is taken as it is (no new object)."""
+    if isinstance(path, Path) and path.is_absolute() and ".." not in path.parts:
+        return path
+    return Path(logical_abspath(path))
+
+
 def detect(
     path: str | os.PathLike,
     only: list[str] | None = None,
@@ -262,7 +270,7 @@ def detect(
     winner, its match and the ambiguity verdict are the same; ``considered``
     just lacks those outranked formats.
     """
-    p = Path(logical_abspath(path))
+    p = _abs_path(path)
     det = Detection(path=str(p), format=None, match=None)
     probe = probe if probe is not None else Probe()
     if not probe.exists(p):
@@ -356,7 +364,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     (``read.format-failed``).
     """
     options = options or ReadOptions()
-    p = Path(logical_abspath(path))
+    p = _abs_path(path)
     if format is not None:
         return _read_with(get_format(format), p, options)
     det = detect(p, decide_only=True)

@@ -33,11 +33,12 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_entries", "_scans", "_st", "_heads", "calls")
+    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
         self._entries: dict[str, list[os.DirEntry] | None] = {}
+        self._index: dict[str, dict[str, os.DirEntry]] = {}
         self._scans: dict[str, tuple[set[str], set[str]]] = {}
         self._st: dict[str, os.stat_result | None] = {}
         self._heads: dict[str, tuple[bytes, int]] = {}
@@ -102,16 +103,47 @@ class Probe:
             self._st[p] = st
         return st
 
+    def _entry(self, p: str) -> Any:
+        """The directory entry for ``p`` when its parent has been listed
+        (None when the listing does not hold it), else _MISSING."""
+        parent, name = os.path.split(p)
+        entries = self._entries.get(parent, _MISSING)
+        if entries is _MISSING or entries is None:
+            return _MISSING
+        index = self._index.get(parent)
+        if index is None:
+            index = self._index[parent] = {e.name: e for e in entries}
+        return index.get(name)
+
     def exists(self, path: str | os.PathLike) -> bool:
         return self.stat(path) is not None
 
     def is_dir(self, path: str | os.PathLike) -> bool:
-        st = self.stat(path)
+        """A directory (symlinks followed); answered from the parent's
+        listing when there is one, without a system call."""
+        p = os.fspath(path)
+        if p not in self._st:
+            e = self._entry(p)
+            if e is not _MISSING:
+                try:
+                    return e is not None and e.is_dir()
+                except OSError:
+                    return False
+        st = self.stat(p)
         return st is not None and _stat.S_ISDIR(st.st_mode)
 
     def is_file(self, path: str | os.PathLike) -> bool:
-        """A regular file (symlinks followed): not a FIFO, device or socket."""
-        st = self.stat(path)
+        """A regular file (symlinks followed): not a FIFO, device or socket;
+        answered from the parent's listing when there is one."""
+        p = os.fspath(path)
+        if p not in self._st:
+            e = self._entry(p)
+            if e is not _MISSING:
+                try:
+                    return e is not None and e.is_file()
+                except OSError:
+                    return False
+        st = self.stat(p)
         return st is not None and _stat.S_ISREG(st.st_mode)
 
     def has(self, directory: str | os.PathLike, name: str) -> bool:
