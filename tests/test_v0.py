@@ -13,6 +13,7 @@ import trajkit
 from trajkit import registry
 from trajkit.formats import openhands_v0 as v0
 from trajkit.model import DetectionError, ReadOptions, StepCountMismatch
+from trajkit.reading.probe import Probe
 from trajkit.steps import check_step_count, render_action, steps_per_view
 
 from conftest import CORPUS, run_cli
@@ -258,7 +259,7 @@ def test_ambiguous_detection_is_reported(tmp_path):
     shutil.copy(FLAT / "basic.json", f)
     twin = registry.Format(
         name="twin", description="test twin", fingerprints=("*.json",), priority=40,
-        sniff=lambda c, fp: registry.Match(c, fp, registry.STRONG, "twin"), read=v0.read,
+        sniff=lambda probe, c, fp: registry.Match(c, fp, registry.STRONG, "twin"), read=v0.read,
     )
     registry.register(twin)
     try:
@@ -537,10 +538,10 @@ def test_lazy_line_ranges_pickle_and_compact_exports(tmp_path):
 def test_bare_file_sniff_needs_a_v0_head(tmp_path):
     other = tmp_path / "calls.json"
     other.write_text(json.dumps([{"turn": 0, "request": {"tools": [{"name": "x", "parameters": {"action": {}, "observation": {}}}]}}]))
-    assert v0.sniff(other, "*.json") is None
+    assert v0.sniff(Probe(), other, "*.json") is None
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + (FLAT / "basic.json").read_bytes())
-    assert v0.sniff(bom, "*.json") is not None
+    assert v0.sniff(Probe(), bom, "*.json") is not None
     s = trajkit.read(bom)
     assert s.view == "flat_export" and any(d.code == "json.nonstandard" for d in s.diagnostics)
 

@@ -1,29 +1,27 @@
 """Lenient JSON: fast decoding that turns bad input into diagnostics.
 
 Every function here returns what it could read plus the diagnostics for what
-it could not; none raises on bad data. Decoding uses ``orjson``; input that
+it could not; none raises on bad data. Reading files is
+:mod:`trajkit.reading.io`'s job (capped, regular files only); this module
+decodes bytes and writes trajkit's own JSON. Decoding uses ``orjson``; input that
 orjson refuses but that is still meaningful JSON-ish text (``NaN``,
 ``Infinity``, integers beyond 64 bits, a UTF-8 byte-order mark) is decoded by
 the standard library and flagged, so nothing readable is lost.
 
 Diagnostic codes emitted here (see ``docs/diagnostics.md``):
-``file.unreadable``, ``file.too-large``, ``file.empty``, ``json.not-utf8``,
-``json.invalid``, ``json.nonstandard``, ``jsonl.invalid-line``,
-``jsonl.truncated-line``.
+``file.empty``, ``json.not-utf8``, ``json.invalid``, ``json.nonstandard``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
-from .diagnostics import ERROR, INFO, WARNING, Diagnostic
+from .diagnostics import ERROR, INFO, Diagnostic
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 
@@ -40,29 +38,6 @@ class _Missing:
 
 #: Returned when nothing could be decoded (distinct from a decoded ``null``).
 MISSING: Any = _Missing()
-
-
-def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | None, Diagnostic | None]:
-    """The bytes of a file, or None and a diagnostic when it cannot or should not be read."""
-    p = os.fspath(path)
-    try:
-        with open(p, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > max_bytes:
-                return None, Diagnostic(
-                    "file.too-large",
-                    f"file is {size} bytes, over the size cap of {max_bytes} bytes; not read",
-                    ERROR,
-                    file=p,
-                )
-            data = f.read()
-    except OSError as e:
-        return None, Diagnostic("file.unreadable", f"cannot read file: {e.strerror or e}", ERROR, file=p)
-    if len(data) > max_bytes:  # grew while being read
-        return None, Diagnostic(
-            "file.too-large", f"file grew past the size cap of {max_bytes} bytes while read; not read", ERROR, file=p
-        )
-    return data, None
 
 
 def _nonstandard(data: bytes | str) -> Any:
@@ -101,85 +76,6 @@ def loads(data: bytes | str, file: str | None = None) -> tuple[Any, Diagnostic |
         INFO,
         file=file,
     )
-
-
-def load_file(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Any, list[Diagnostic]]:
-    """Read and decode one JSON file: the value (or MISSING) and its diagnostics."""
-    data, d = read_bytes(path, max_bytes)
-    if data is None:
-        return MISSING, [d] if d else []
-    value, d = loads(data, os.fspath(path))
-    return value, [d] if d else []
-
-
-@dataclass(slots=True)
-class JsonLine:
-    """One decoded line of a JSON Lines file: its value, 1-based line number
-    and byte offset; ``value`` is MISSING when the line did not decode."""
-
-    value: Any
-    line: int
-    offset: int
-    raw: bytes
-
-
-def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | None = None) -> Iterator[JsonLine]:
-    """Decode JSON Lines leniently.
-
-    Blank lines are skipped. A line that does not decode yields a
-    ``jsonl.invalid-line`` diagnostic; when it is the last line and the file
-    does not end in a newline it is a cut-off write (``jsonl.truncated-line``),
-    and the prefix before it is still read.
-    """
-    if diags is None:
-        diags = []
-    offset = 0
-    lineno = 0
-    n = len(data)
-    while offset < n:
-        end = data.find(b"\n", offset)
-        last = end < 0
-        if last:
-            end = n
-        lineno += 1
-        chunk = data[offset:end]
-        if chunk.strip():
-            try:
-                value = orjson.loads(chunk)
-            except orjson.JSONDecodeError:
-                value, d = loads(chunk, file)
-                if value is MISSING:
-                    if last:
-                        diags.append(
-                            Diagnostic(
-                                "jsonl.truncated-line",
-                                "the final line is cut off (no newline, not valid JSON); the lines before it were read",
-                                WARNING,
-                                file=file,
-                                line=lineno,
-                                offset=offset,
-                            )
-                        )
-                    else:
-                        diags.append(
-                            Diagnostic(
-                                "jsonl.invalid-line",
-                                f"line is not valid JSON: {d.message if d else ''}",
-                                ERROR,
-                                file=file,
-                                line=lineno,
-                                offset=offset,
-                            )
-                        )
-                    yield JsonLine(MISSING, lineno, offset, chunk)
-                    offset = end + 1
-                    continue
-                if d is not None:
-                    d.line = lineno
-                    d.offset = offset
-                    diags.append(d)
-            yield JsonLine(value, lineno, offset, chunk)
-        offset = end + 1
 
 
 def _make_dumps_python():

@@ -9,6 +9,14 @@ higher priority outranks lower, then strong outranks weak, then the nearer
 candidate wins. Two different formats tied at the top are an ambiguity
 (:class:`~trajkit.model.DetectionError` unless a format is named).
 
+One detection shares one :class:`~trajkit.reading.probe.Probe` (cached
+listings, stats and file heads) between the fingerprints and every format's
+``sniff``, so nothing is listed or opened twice. Naming the format
+(``read(path, format=NAME)``) skips detection: the path is the run's root.
+A format whose ``sniff`` or ``read`` raises does not take trajkit down: the
+exception becomes a diagnostic naming the format (``detect.sniff-failed``,
+``read.format-failed``).
+
 Formats register by listing ``module:attribute`` in :data:`BUILTIN_FORMATS`;
 modules are imported on first use so the CLI starts fast.
 """
@@ -21,12 +29,14 @@ import functools
 import glob
 import importlib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from .diagnostics import INFO, Diagnostic
+from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
+from .reading.probe import Probe, logical_abspath
 
 #: Built-in formats, as ``module:attribute`` of a :class:`Format`.
 BUILTIN_FORMATS: list[str] = [
@@ -59,9 +69,11 @@ class Match:
 class Format:
     """A native format: how to recognise it and how to read it.
 
-    ``sniff(candidate, fingerprint)`` gets a candidate path whose fingerprint
-    matched and returns a :class:`Match` (whose root may be an ancestor, e.g.
-    the trial directory around a session directory) or None.
+    ``sniff(probe, candidate, fingerprint)`` gets the detection's shared
+    :class:`~trajkit.reading.probe.Probe` and a candidate path whose fingerprint
+    matched, and returns a :class:`Match` (whose root may be an ancestor,
+    e.g. the trial directory around a session directory) or None. It should
+    look at the disk only through ``probe``.
     ``read(root, options)`` returns a :class:`Session` and never raises on
     bad data. ``find_sessions(root)``, when given, lists the session roots
     under a directory holding many.
@@ -71,7 +83,7 @@ class Format:
     description: str
     fingerprints: tuple[str, ...]
     priority: int
-    sniff: Callable[[Path, str], Match | None]
+    sniff: Callable[[Probe, Path, str], Match | None]
     read: Callable[[Path, ReadOptions], Session]
     find_sessions: Callable[[Path], list[Path]] | None = None
 
@@ -103,9 +115,11 @@ class Detection:
     match: Match | None
     ambiguous: bool = False
     considered: list[Candidate] = field(default_factory=list)
+    #: what went wrong while detecting (a format's sniff raised), never fatal
+    diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        d = {
             "path": self.path,
             "format": self.format.name if self.format else None,
             "root": str(self.match.root) if self.match else None,
@@ -115,6 +129,9 @@ class Detection:
             "ambiguous": self.ambiguous,
             "considered": [c.to_dict() for c in self.considered],
         }
+        if self.diagnostics:
+            d["diagnostics"] = [x.to_dict() for x in self.diagnostics]
+        return d
 
 
 _loaded: list[Format] | None = None
@@ -148,87 +165,95 @@ def get_format(name: str) -> Format:
     raise DetectionError(f"unknown format {name!r}; known: {', '.join(f.name for f in formats())}")
 
 
-def _candidates(path: Path) -> list[Path]:
-    out = [path]
+def _candidates(path: Path) -> Iterator[Path]:
+    """The path and up to :data:`MAX_ANCESTORS` parents, nearest first (lazily)."""
+    yield path
     p = path
     for _ in range(MAX_ANCESTORS):
         parent = p.parent
         if parent == p:
             break
-        out.append(parent)
+        yield parent
         p = parent
-    return out
-
-
-class _Listings:
-    """Directory listings cached for one detection (each directory listed once)."""
-
-    __slots__ = ("cache",)
-
-    def __init__(self) -> None:
-        self.cache: dict[str, list[str] | None] = {}
-
-    def __call__(self, d: str) -> list[str] | None:
-        try:
-            return self.cache[d]
-        except KeyError:
-            try:
-                names = os.listdir(d)
-            except OSError:
-                names = None
-            self.cache[d] = names
-            return names
 
 
 @functools.lru_cache(maxsize=None)
-def _parse_glob(fp: str) -> tuple[tuple[str, bool], ...]:
-    """A fingerprint's path parts, each with whether it holds a wildcard."""
-    return tuple((part, glob.has_magic(part)) for part in fp.split("/"))
+def _parse_glob(fp: str) -> tuple[tuple[str, Any], ...]:
+    """A fingerprint's path parts, each with its compiled matcher (None for a
+    part without wildcards)."""
+    return tuple(
+        (part, re.compile(fnmatch.translate(part)).match if glob.has_magic(part) else None) for part in fp.split("/")
+    )
 
 
-def _glob_hit(base: str, fp: str, ls: _Listings) -> bool:
+def _glob_hit(base: str, fp: str, probe: Probe) -> bool:
     """Whether the glob ``fp`` (``/``-separated, relative) matches under ``base``.
 
     Same meaning as :func:`glob.glob` (``*`` skips names starting with a
-    dot), computed from cached listings.
+    dot), computed from the probe's cached listings.
     """
     parts = _parse_glob(fp)
     dirs = [base]
     last = len(parts) - 1
-    for i, (part, magic) in enumerate(parts):
+    for i, (part, match) in enumerate(parts):
         nxt = []
         for d in dirs:
-            names = ls(d)
+            names = probe.listdir(d)
             if not names:
                 continue
-            if magic:
-                hits = (n for n in names if n[0] != "." and fnmatch.fnmatchcase(n, part))
+            if match is not None:
+                hits = (n for n in names if n[0] != "." and match(n))
             else:
                 hits = (n for n in (part,) if n in names)
             if i == last:
                 if next(hits, None) is not None:
                     return True
                 continue
-            nxt.extend(os.path.join(d, n) for n in hits)
+            nxt.extend(d + os.sep + n for n in hits)
         if not nxt:
             return False
         dirs = nxt
     return False
 
 
-def _fingerprint_hits(candidate: Path, fmt: Format, is_dir: bool, ls: _Listings) -> list[str]:
-    hits = []
-    base = str(candidate)
-    for fp in fmt.fingerprints:
-        if is_dir:
-            if _glob_hit(base, fp, ls):
-                hits.append(fp)
-        elif "/" not in fp and fnmatch.fnmatchcase(candidate.name, fp):
-            hits.append(fp)
-    return hits
+def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, probe: Probe) -> Iterator[str]:
+    """The fingerprints of ``fmt`` that match ``candidate`` (``base`` is its
+    string form), in declared order, computed lazily: detection stops asking
+    once a sniff matches."""
+    if is_dir:
+        names = probe.listdir(base)
+        if not names:
+            return
+        for fp in fmt.fingerprints:
+            first, match = _parse_glob(fp)[0]
+            if match is None and first not in names:
+                continue  # the common case: a literal first part that is not there
+            if _glob_hit(base, fp, probe):
+                yield fp
+    else:
+        name = candidate.name
+        for fp in fmt.fingerprints:
+            if "/" not in fp:
+                match = _parse_glob(fp)[0][1]
+                if (match(name) if match is not None else name == fp):
+                    yield fp
 
 
-def detect(path: str | os.PathLike, only: list[str] | None = None, exhaustive: bool = False) -> Detection:
+def _abs_path(path: str | os.PathLike) -> Path:
+    """``path`` made absolute as :func:`~trajkit.reading.probe.logical_abspath`
+    does; an absolute Path without ``..`` is taken as it is (no new object)."""
+    if isinstance(path, Path) and path.is_absolute() and ".." not in path.parts:
+        return path
+    return Path(logical_abspath(path))
+
+
+def detect(
+    path: str | os.PathLike,
+    only: list[str] | None = None,
+    exhaustive: bool = False,
+    probe: Probe | None = None,
+    decide_only: bool = False,
+) -> Detection:
     """Which format ``path`` (or the run it is inside) holds, and why.
 
     Candidates are the path and up to :data:`MAX_ANCESTORS` parents, nearest
@@ -236,41 +261,61 @@ def detect(path: str | os.PathLike, only: list[str] | None = None, exhaustive: b
     with a strong match (sniffs map inner paths to their run's root, so
     nothing farther up can be a better answer). Never raises on data; a path
     that does not exist or matches nothing gives a Detection with
-    ``format=None``.
+    ``format=None``; a sniff that raises is a ``detect.sniff-failed``
+    diagnostic naming the format.
+
+    ``decide_only`` (what :func:`read` uses): once a format has a strong
+    match at a candidate, formats of lower priority are not sniffed there,
+    since they cannot win (priority outranks strength and nearness). The
+    winner, its match and the ambiguity verdict are the same; ``considered``
+    just lacks those outranked formats.
     """
-    p = Path(os.path.abspath(os.fspath(path)))
+    p = _abs_path(path)
     det = Detection(path=str(p), format=None, match=None)
-    if not p.exists():
+    probe = probe if probe is not None else Probe()
+    if not probe.exists(p):
         return det
     fmts = [f for f in formats() if only is None or f.name in only]
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
-    ls = _Listings()
+    strong = False
     for depth, cand in enumerate(_candidates(p)):
-        try:
-            is_dir = cand.is_dir()
-        except OSError:
-            continue
+        cs = str(cand)
+        is_dir = probe.is_dir(cs)
+        floor = None  # priority of a strong match at this candidate
         for fmt in fmts:
-            for fp in _fingerprint_hits(cand, fmt, is_dir, ls):
+            if floor is not None and fmt.priority < floor:
+                break  # formats are in priority order: none of the rest can win
+            for fp in _fingerprint_hits(cand, cs, fmt, is_dir, probe):
                 try:
-                    m = fmt.sniff(cand, fp)
+                    m = fmt.sniff(probe, cand, fp)
                 except Exception as e:  # a sniff must not take detection down
-                    det.considered.append(Candidate(fmt.name, fmt.priority, str(cand), fp, "sniff-error", reason=repr(e)))
+                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-error", reason=repr(e)))
+                    det.diagnostics.append(
+                        Diagnostic(
+                            "detect.sniff-failed",
+                            f"format {fmt.name!r}: its sniff raised {type(e).__name__}: {e}; the format was skipped here",
+                            WARNING,
+                            file=cs,
+                        )
+                    )
                     continue
                 if m is None:
-                    det.considered.append(Candidate(fmt.name, fmt.priority, str(cand), fp, "sniff-rejected"))
+                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected"))
                     continue
-                key = (fmt.name, str(m.root))
+                root = str(m.root)
+                key = (fmt.name, root)
                 if key in seen:
                     continue
                 seen.add(key)
-                det.considered.append(
-                    Candidate(fmt.name, fmt.priority, str(cand), fp, "match", m.strength, str(m.root), m.reason)
-                )
+                det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "match", m.strength, root, m.reason))
+                if m.strength == STRONG:
+                    strong = True
+                    if decide_only and floor is None:
+                        floor = fmt.priority
                 matches.append((-fmt.priority, 0 if m.strength == STRONG else 1, depth, fmt, m))
                 break
-        if not exhaustive and any(t[1] == 0 for t in matches):
+        if strong and not exhaustive:
             break
     if not matches:
         return det
@@ -284,25 +329,47 @@ def detect(path: str | os.PathLike, only: list[str] | None = None, exhaustive: b
     return det
 
 
+def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
+    """``fmt.read``, with an exception turned into a Session that says so."""
+    try:
+        return fmt.read(root, options)
+    except Exception as e:  # a reader must not take the caller down
+        session = Session(format=fmt.name, source_path=str(root))
+        session.diag(
+            "read.format-failed",
+            f"format {fmt.name!r}: its reader raised {type(e).__name__}: {e}; nothing was read",
+            ERROR,
+            file=str(root),
+        )
+        return session
+
+
+def root_for(path: str | os.PathLike, format: str) -> str:
+    """The root of the ``format`` run that ``path`` is (or is inside), as
+    that format alone detects it; ``path`` itself when it does not match.
+    For callers that name a format but accept any path inside a run (the
+    CLI's ``--format``); :func:`read` with a named format does no detection."""
+    get_format(format)
+    det = detect(path, only=[format])
+    return str(det.match.root) if det.match is not None else os.fspath(path)
+
+
 def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None) -> Session:
     """Detect (unless ``format`` is named) and read the run at ``path``.
 
-    Raises :class:`DetectionError` only when no format matches or the match
-    is ambiguous; bad data inside the run becomes diagnostics.
+    With ``format`` named there is no detection at all: ``path`` is read as
+    that format's root. Raises :class:`DetectionError` only when no format
+    matches, the match is ambiguous or the named format is unknown; bad data
+    inside the run becomes diagnostics, and so does a reader that raises
+    (``read.format-failed``).
     """
     options = options or ReadOptions()
-    p = Path(os.path.abspath(os.fspath(path)))
+    p = _abs_path(path)
     if format is not None:
-        fmt = get_format(format)
-        root = p
-        det = detect(p, only=[format]) if p.exists() else None
-        if det is not None and det.match is not None:
-            root = det.match.root
-        session = fmt.read(root, options)
-        return session
-    det = detect(p)
+        return _read_with(get_format(format), p, options)
+    det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
-        if not p.exists():
+        if not os.path.exists(p):
             raise DetectionError(f"{p}: no such file or directory")
         raise DetectionError(
             f"{p}: no known format matches (known: {', '.join(f.name for f in formats())}); "
@@ -313,7 +380,8 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         raise DetectionError(f"{p}: ambiguous, several formats match equally well: {', '.join(tied)}; name one with --format")
     if det.match.hint is not None:
         options = dataclasses.replace(options, hint=det.match.hint)
-    session = det.format.read(det.match.root, options)
+    session = _read_with(det.format, det.match.root, options)
+    session.diagnostics.extend(det.diagnostics)
     others = sorted({c.format for c in det.considered if c.outcome == "match" and c.format != det.format.name})
     if others:
         session.diagnostics.append(

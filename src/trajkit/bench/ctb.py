@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import jsonio
 from ..model import Session, TrajkitError
+from ..reading import io as read_io
 
 
 def load_manifest_rows(path: str | Path) -> list[dict[str, Any]]:
@@ -29,7 +30,7 @@ def load_manifest_rows(path: str | Path) -> list[dict[str, Any]]:
             return pq.read_table(p).to_pylist()
         except Exception as e:
             raise TrajkitError(f"{p}: not a readable Parquet file: {e}") from e
-    data, d = jsonio.read_bytes(p)
+    data, d = read_io.read_bytes(p)
     if data is None:
         raise TrajkitError(d.message if d else f"{p}: unreadable")
     value, d = jsonio.loads(data, str(p))
@@ -37,7 +38,7 @@ def load_manifest_rows(path: str | Path) -> list[dict[str, Any]]:
         rows = value if isinstance(value, list) else [value]
     else:
         diags: list = []
-        rows = [ln.value for ln in jsonio.iter_jsonl(data, str(p), diags) if ln.value is not jsonio.MISSING]
+        rows = [ln.value for ln in read_io.iter_jsonl(data, str(p), diags) if ln.value is not jsonio.MISSING]
         if not rows:
             raise TrajkitError(f"{p}: neither JSON nor JSON Lines ({d.message if d else ''})")
     bad = [i for i, r in enumerate(rows) if not isinstance(r, dict)]

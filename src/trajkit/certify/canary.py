@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from typing import Any, Iterable
 
 from . import paths as P
-from ..jsonio import MISSING, load_file
+from ..jsonio import MISSING
+from ..reading.io import load_json
 
 MANIFEST_SCHEMA = "trajkit.before/1"
 SKIP_DIRS = {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages"}
@@ -334,7 +335,7 @@ class Manifest:
 
 def load_manifest(path: str) -> Manifest:
     """Read a before-run manifest; a bad one has ``problem`` set (the run then fails closed)."""
-    doc, diags = load_file(path, 256 << 20)
+    doc, diags = load_json(path, 256 << 20)
     m = Manifest(path)
     if doc is MISSING:
         m.problem = "; ".join(d.message for d in diags) or "unreadable manifest"

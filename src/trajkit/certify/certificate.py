@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..jsonio import MISSING, dumps, load_file
+from ..jsonio import MISSING, dumps
+from ..reading.io import load_json
 from .states import SUCCEEDED, TERMINAL_STATES
 
 SCHEMA = "trajkit.certificate/1"
@@ -168,7 +169,7 @@ def certificate_problem(doc: Any) -> str | None:
 def read_certificate(path: str | os.PathLike) -> tuple[Certificate | None, str | None]:
     """``(certificate, None)``, or ``(None, why)`` when the file cannot be read
     or is not a well-formed certificate."""
-    doc, diags = load_file(path, 256 << 20)
+    doc, diags = load_json(path, 256 << 20)
     if doc is MISSING:
         return None, "; ".join(d.message for d in diags) or "unreadable"
     why = certificate_problem(doc)

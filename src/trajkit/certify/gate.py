@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..jsonio import MISSING, load_file, read_bytes
+from ..jsonio import MISSING
+from ..reading.io import load_json, read_bytes
 
 SUCCEEDED = "Succeeded"
 FALSE_COMPLETION = "FalseCompletion"
@@ -332,7 +333,7 @@ def parse_harbor_verifier_dir(d: Path) -> ResultSet:
     rs = ResultSet(str(d), "harbor-verifier")
     ctrf = d / "ctrf.json"
     if ctrf.is_file():
-        doc, diags = load_file(ctrf, MAX_RESULT_BYTES)
+        doc, diags = load_json(ctrf, MAX_RESULT_BYTES)
         if doc is MISSING:
             rs.problem = f"{ctrf}: " + "; ".join(x.message for x in diags)
             return rs
@@ -495,7 +496,7 @@ def load_holdout_manifest(path: str | os.PathLike) -> tuple[int | None, list[str
     Accepted: a JSON list of test ids (or of ``{id}`` objects), an object with
     a ``holdout`` list (the loop-engineer manifest shape), or ``{"count": N}``.
     """
-    doc, diags = load_file(path, 64 << 20)
+    doc, diags = load_json(path, 64 << 20)
     if doc is MISSING:
         return None, None, "; ".join(d.message for d in diags) or "unreadable manifest"
     items = doc.get("holdout") if isinstance(doc, dict) and "holdout" in doc else doc

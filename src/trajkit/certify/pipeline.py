@@ -126,10 +126,12 @@ def certify(run: str | os.PathLike, options: CertifyOptions | None = None, sessi
     opts = options or CertifyOptions()
     run = os.fspath(run)
     if session is None:
-        from ..registry import read
+        from ..registry import read, root_for
 
         try:
-            session = read(run, format=opts.format, options=ReadOptions(max_file_bytes=opts.max_file_bytes))
+            # a named format reads without detection; an inner path still finds its run's root
+            root = root_for(run, opts.format) if opts.format else run
+            session = read(root, format=opts.format, options=ReadOptions(max_file_bytes=opts.max_file_bytes))
         except (DetectionError, TrajkitError) as e:
             return _unreadable(run, str(e), opts)
         except Exception as e:  # a reader must not raise on data; if one does, the run is still certified

@@ -57,9 +57,13 @@ def fail(message: str, code: int = EXIT_CANNOT_RUN) -> None:
 
 def load_session(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30, **opts: Any) -> Session:
     """Read a session for a verb, exiting with a clear message when nothing can be read."""
-    from ..registry import read
+    from ..registry import read, root_for
 
     try:
+        if format_name is not None:
+            # a named format reads without detection; a path inside the run
+            # still finds the run's root, as that format alone sees it
+            path = root_for(path, format_name)
         return read(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, **opts))
     except (DetectionError, TrajkitError) as e:
         fail(str(e))

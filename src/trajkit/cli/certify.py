@@ -98,7 +98,8 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
     """
     from ..certify import CertifyOptions, append_outcome, certify
     from ..certify.paths import DEFAULT_PROTECT
-    from ..jsonio import MISSING, dumps, load_file
+    from ..jsonio import MISSING, dumps
+    from ..reading.io import load_json
 
     if snapshot_out:
         if not workspace or not os.path.isdir(workspace):
@@ -123,7 +124,7 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
         fail("missing RUN (a run trajkit reads), unless --snapshot is given")
     crit = None
     if criteria:
-        doc, diags = load_file(criteria)
+        doc, diags = load_json(criteria)
         if doc is MISSING or not isinstance(doc, dict):
             fail(f"--criteria {criteria}: not a JSON object" + (f" ({diags[0].message})" if diags else ""))
         crit = doc

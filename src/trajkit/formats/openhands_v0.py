@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ from ..model import (
     ToolCall,
     Usage,
 )
+from ..reading import io as read_io
+from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match
 from ..vocab.openhands import BUDGET_TEXT, V0_TOOLS
 from ..vocab.trials import HARBOR, TERMINAL_BENCH, find_results, find_verifier_dir, trial_outcome
@@ -84,7 +87,9 @@ class Layout:
     ``kind``: ``terminal-bench``, ``harbor``, ``agent-logs``, ``session-dir``
     or ``flat-file``. ``root``: the trial directory (or the bare session
     directory / file). ``flat_candidates``: files that may be the flat
-    export. ``session_dirs``: ``<sid>/`` directories, sorted.
+    export. ``session_dirs``: ``<sid>/`` directories, sorted. ``probe``: the
+    cached listings the layout was found with (detection's, when it came as
+    a hint), so the reader lists nothing twice.
     """
 
     kind: str
@@ -93,184 +98,149 @@ class Layout:
     session_dirs: list[Path] = field(default_factory=list)
     metadata_files: list[tuple[str, Path]] = field(default_factory=list)
     recordings: list[Path] = field(default_factory=list)
-    listings: dict[str, list[str]] = field(default_factory=dict)
+    probe: Probe = field(default_factory=Probe)
 
     def ls(self, d: Path) -> list[str]:
         """The names in directory ``d``, listed once per layout."""
-        key = os.fspath(d)
-        names = self.listings.get(key)
-        if names is None:
-            names = self.listings[key] = _listdir(d)
-        return names
+        return self.probe.listdir(d) or []
 
 
-def _listdir(p: Path) -> list[str]:
-    try:
-        return os.listdir(p)
-    except OSError:
-        return []
-
-
-def _is_dir(p: Path) -> bool:
-    try:
-        return p.is_dir()
-    except OSError:
-        return False
-
-
-def _scan(d: Path) -> tuple[set[str], set[str]]:
-    """(directory names, file names) in ``d``; empty when it cannot be listed."""
-    dirs: set[str] = set()
-    files: set[str] = set()
-    try:
-        with os.scandir(d) as it:
-            for e in it:
-                try:
-                    if e.is_dir():
-                        dirs.add(e.name)
-                    elif e.is_file():
-                        files.add(e.name)
-                except OSError:
-                    continue
-    except OSError:
-        pass
-    return dirs, files
-
-
-def _session_dirs(parent: Path) -> list[Path]:
+def _session_dirs(parent: Path, probe: Probe) -> list[Path]:
     """The ``<sid>/`` directories under ``parent`` that hold events/ or event_cache/."""
     out = []
-    for name in sorted(_scan(parent)[0]):
+    for name in sorted(probe.scan(parent)[0]):
         d = parent / name
-        sub = _scan(d)[0]
+        sub = probe.scan(d)[0]
         if "events" in sub or "event_cache" in sub:
             out.append(d)
     return out
 
 
-def _json_files(d: Path, files: set[str] | None = None) -> list[Path]:
-    if files is None:
-        files = _scan(d)[1]
-    return [d / n for n in sorted(files) if n.endswith(".json") and not n.startswith(".")]
+def _json_files(d: Path, probe: Probe) -> list[Path]:
+    """The ``*.json`` entries of ``d`` that are not directories: regular files,
+    and special files or dangling links named like one (so the reader can say
+    why they are not read instead of passing over them in silence)."""
+    dirs, _files = probe.scan(d)
+    return [d / n for n in sorted(probe.listdir(d) or ()) if n.endswith(".json") and not n.startswith(".") and n not in dirs]
 
 
-def locate(root: Path) -> Layout | None:
+def locate(root: Path, probe: Probe | None = None) -> Layout | None:
     """The trial layout rooted at ``root``, or None when it is not one."""
-    try:
-        if root.is_file():
-            return Layout("flat-file", root, flat_candidates=[root])
-    except OSError:
+    probe = probe if probe is not None else Probe()
+    st = probe.stat(root)
+    if st is not None and stat.S_ISREG(st.st_mode):
+        return Layout("flat-file", root, flat_candidates=[root], probe=probe)
+    dirs, files = probe.scan(root)
+    if not dirs and not files and not probe.is_dir(root):
         return None
-    dirs, files = _scan(root)
-    if not dirs and not files and not _is_dir(root):
-        return None
-    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if n in files]
+    listed = probe.listdir(root) or ()
+    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if n in listed and n not in dirs]
     if "sessions" in dirs:
         sess = root / "sessions"
-        sdirs, sfiles = _scan(sess)
-        flats = _json_files(sess, sfiles)
-        sessions = _session_dirs(sess / "sessions") if "sessions" in sdirs else []
+        sdirs, sfiles = probe.scan(sess)
+        flats = _json_files(sess, probe)
+        sessions = _session_dirs(sess / "sessions", probe) if "sessions" in sdirs else []
         if flats or sessions:
             recs = [sess / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sfiles]
-            lay = Layout("terminal-bench", root, flats, sessions, meta, recs)
+            lay = Layout("terminal-bench", root, flats, sessions, meta, recs, probe=probe)
             if not flats and "agent-logs" in dirs:
-                lay.flat_candidates = _json_files(root / "agent-logs")
+                lay.flat_candidates = _json_files(root / "agent-logs", probe)
             return lay
     if "agent" in dirs:
         agent = root / "agent"
-        adirs, afiles = _scan(agent)
-        has_flat = "openhands.trajectory.json" in afiles
-        sessions = _session_dirs(agent / "sessions") if "sessions" in adirs else []
+        adirs, afiles = probe.scan(agent)
+        has_flat = "openhands.trajectory.json" in afiles or (
+            "openhands.trajectory.json" not in adirs and "openhands.trajectory.json" in (probe.listdir(agent) or ())
+        )
+        sessions = _session_dirs(agent / "sessions", probe) if "sessions" in adirs else []
         if has_flat or sessions:
             recs = [agent / n for n in ("openhands.txt", "trajectory.json") if n in afiles]
-            return Layout("harbor", root, [agent / "openhands.trajectory.json"] if has_flat else [], sessions, meta, recs)
+            return Layout("harbor", root, [agent / "openhands.trajectory.json"] if has_flat else [], sessions, meta, recs, probe=probe)
     if "agent-logs" in dirs:
-        flats = [p for p in _json_files(root / "agent-logs") if _looks_like_v0_list(p)]
+        logs = root / "agent-logs"
+        flats = [p for p in _json_files(logs, probe) if _looks_like_v0_list(p, probe)]
         if flats:
-            return Layout("agent-logs", root, flats, [], meta)
+            return Layout("agent-logs", root, flats, [], meta, probe=probe)
     if "events" in dirs or "event_cache" in dirs:
-        return Layout("session-dir", root, [], [root], meta)
+        return Layout("session-dir", root, [], [root], meta, probe=probe)
     return None
 
 
 _V0_LIST_HEAD = re.compile(rb'\s*\[\s*(?:\]|\{\s*"id"\s*:\s*-?\d)')
 
 
-def _looks_like_v0_list(path: Path) -> bool:
+def _looks_like_v0_list(path: Path, probe: Probe) -> bool:
     """Whether a file starts like a V0 event list: ``[`` then ``]`` or an
     object whose first member is an integer ``id`` (the serializer always
     writes ``id`` first)."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return False
+    head = probe.head(path, 256)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     return _V0_LIST_HEAD.match(head) is not None
 
 
-def _trial_of_session_dir(d: Path) -> Path:
+def _trial_of_session_dir(d: Path, probe: Probe) -> Path:
     """The trial around a ``<sid>/`` session directory, or the directory itself."""
     parent = d.parent
     if parent.name == "sessions":
         grand = parent.parent
-        if grand.name == "sessions" and _is_dir(grand):
+        if grand.name == "sessions" and probe.is_dir(grand):
             return grand.parent  # terminal-bench: <trial>/sessions/sessions/<sid>
         if grand.name == "agent":
             return grand.parent  # harbor: <trial>/agent/sessions/<sid>
     return d
 
 
-def _root_for(cand: Path) -> tuple[Path, str, str] | tuple[Path, str, str, Layout] | None:
+def _root_for(cand: Path, probe: Probe) -> tuple[Path, str, str] | tuple[Path, str, str, Layout] | None:
     """Map a candidate path to the root to read, its strength and why."""
-    if cand.is_file():
+    if probe.is_file(cand):
         if not cand.name.endswith(".json"):
             return None
         parent = cand.parent
         if _EVENT_FILE.match(cand.name) and parent.name == "events":
-            return _trial_of_session_dir(parent.parent), STRONG, "an event file of a session directory"
+            return _trial_of_session_dir(parent.parent, probe), STRONG, "an event file of a session directory"
         if _SHARD_FILE.match(cand.name) and parent.name == "event_cache":
-            return _trial_of_session_dir(parent.parent), STRONG, "a page-cache shard of a session directory"
-        if cand.name == "openhands.trajectory.json" and parent.name == "agent" and locate(parent.parent):
+            return _trial_of_session_dir(parent.parent, probe), STRONG, "a page-cache shard of a session directory"
+        if cand.name == "openhands.trajectory.json" and parent.name == "agent" and locate(parent.parent, probe):
             return parent.parent, STRONG, "the flat export of a harbor trial"
-        if parent.name in ("sessions", "agent-logs") and locate(parent.parent) is not None and _looks_like_v0_list(cand):
+        if parent.name in ("sessions", "agent-logs") and locate(parent.parent, probe) is not None and _looks_like_v0_list(cand, probe):
             return parent.parent, STRONG, f"the flat export in {parent.name}/ of a trial"
-        if _looks_like_v0_list(cand):
+        if _looks_like_v0_list(cand, probe):
             return cand, STRONG, "a bare flat export (a JSON list of V0 events)"
         return None
-    if not _is_dir(cand):
+    if not probe.is_dir(cand):
         return None
-    if cand.name in ("events", "event_cache") and _is_dir(cand):
-        names = _listdir(cand)
+    if cand.name in ("events", "event_cache"):
+        names = probe.listdir(cand) or []
         pat = _EVENT_FILE if cand.name == "events" else _SHARD_FILE
         if any(pat.match(n) for n in names):
-            return _trial_of_session_dir(cand.parent), STRONG, f"the {cand.name}/ directory of a session"
+            return _trial_of_session_dir(cand.parent, probe), STRONG, f"the {cand.name}/ directory of a session"
         return None
-    lay = locate(cand)
+    lay = locate(cand, probe)
     if lay is None:
-        if cand.name == "sessions" and locate(cand.parent) is not None:
+        if cand.name == "sessions" and locate(cand.parent, probe) is not None:
             return cand.parent, STRONG, "the sessions/ directory of a terminal-bench trial"
-        if cand.name == "agent" and locate(cand.parent) is not None:
+        if cand.name == "agent" and locate(cand.parent, probe) is not None:
             return cand.parent, STRONG, "the agent/ directory of a harbor trial"
         return None
     if lay.kind == "session-dir":
         sd = cand
-        has_events = any(_EVENT_FILE.match(n) for n in _listdir(sd / "events"))
-        has_cache = any(_SHARD_FILE.match(n) for n in _listdir(sd / "event_cache"))
+        base = str(sd) + os.sep
+        has_events = any(_EVENT_FILE.match(n) for n in lay.ls(base + "events"))
+        has_cache = not has_events and any(_SHARD_FILE.match(n) for n in lay.ls(base + "event_cache"))
         if not (has_events or has_cache):
             return None  # no <id>.json / <a>-<b>.json: not a V0 session (an SDK conversation, say)
-        return _trial_of_session_dir(sd), STRONG, "a session directory with events/ or event_cache/"
+        return _trial_of_session_dir(sd, probe), STRONG, "a session directory with events/ or event_cache/"
     if lay.kind == "terminal-bench":
-        if any(_looks_like_v0_list(p) for p in lay.flat_candidates) or lay.session_dirs:
+        if any(_looks_like_v0_list(p, probe) for p in lay.flat_candidates) or lay.session_dirs:
             return cand, STRONG, "a terminal-bench trial (sessions/)", lay
         return cand, WEAK, "a terminal-bench trial whose sessions/ holds no V0 stream"
     return cand, STRONG, f"a {lay.kind} trial", lay
 
 
-def sniff(cand: Path, fingerprint: str) -> Match | None:
+def sniff(probe: Probe, cand: Path, fingerprint: str) -> Match | None:
     """Whether ``cand`` is (or is inside) a V0 trial, session or flat export."""
-    r = _root_for(cand)
+    r = _root_for(cand, probe)
     if r is None:
         return None
     return Match(root=r[0], fingerprint=fingerprint, strength=r[1], reason=r[2], hint=r[3] if len(r) > 3 else None)
@@ -320,7 +290,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
         if chosen is not None:
             session.files.append(SourceFile(str(p), "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {chosen.name}"))
             continue
-        data, d = jsonio.read_bytes(p, opts.max_file_bytes)
+        data, d = read_io.read_bytes(p, opts.max_file_bytes)
         if data is None:
             session.diagnostics.append(d)
             session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note=d.code))
@@ -356,27 +326,6 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
     return out, chosen
 
 
-def _fast_load(path: str, cap: int, loads: Any) -> Any:
-    """A small well-formed JSON file's value, or MISSING (then the lenient
-    path in :mod:`trajkit.jsonio` says what is wrong)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return jsonio.MISSING
-    try:
-        size = os.fstat(fd).st_size
-        if size > cap:
-            return jsonio.MISSING
-        data = os.read(fd, size + 1)
-        if len(data) > size:  # grew while read: let the careful path decide
-            return jsonio.MISSING
-        return loads(data)
-    except (OSError, ValueError):
-        return jsonio.MISSING
-    finally:
-        os.close(fd)
-
-
 def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
     base = os.fspath(d)
     prefix = _rel(d, lay.root) + os.sep
@@ -393,11 +342,20 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
     files = session.files
     cap = opts.max_file_bytes
     loads = jsonio.orjson.loads
+    read_capped = read_io.read_capped
     for num, n in numbered:
         p = base + os.sep + n
-        value = _fast_load(p, cap, loads)
-        if value is jsonio.MISSING:
-            value, diags = jsonio.load_file(p, cap)
+        data, why = read_capped(p, cap)
+        diags: Any = ()
+        if data is None:
+            value, diags = jsonio.MISSING, [why.diagnostic(p, cap)]  # type: ignore[union-attr]
+        else:
+            try:
+                value = loads(data)
+            except ValueError:
+                value, d = jsonio.loads(data, p)
+                diags = [d] if d else ()
+        if diags:
             for x in diags:
                 if x.code != "json.nonstandard":
                     x.event_id = num
@@ -434,7 +392,7 @@ def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -
         if expected_start is not None and start != expected_start:
             session.diag("v0.shard-gap", f"shard starts at {start}, the previous one ended at {expected_start}", WARNING, file=str(p))
         expected_start = end
-        value, diags = jsonio.load_file(p, opts.max_file_bytes)
+        value, diags = read_io.load_json(p, opts.max_file_bytes)
         session.diagnostics.extend(diags)
         if not isinstance(value, list):
             what = "could not be decoded" if value is jsonio.MISSING else f"holds a JSON {type(value).__name__}, not a list"
@@ -791,7 +749,7 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
 
 def _read_metadata(lay: Layout, session: Session, opts: ReadOptions) -> None:
     for name, p in lay.metadata_files:
-        value, diags = jsonio.load_file(p, opts.max_file_bytes)
+        value, diags = read_io.load_json(p, opts.max_file_bytes)
         session.diagnostics.extend(diags)
         key = {"results.json": "results", "result.json": "result", "config.json": "config"}[name]
         if value is jsonio.MISSING:

@@ -22,6 +22,8 @@ are parsed per call by :func:`trajkit.rl.calls.parse_call`, which
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from typing import Any
 import orjson
 
 from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ..jsonio import MISSING, iter_jsonl, load_file, loads, read_bytes
+from ..jsonio import MISSING, loads
 from ..model import (
     ACTION,
     ERROR_EVENT,
@@ -45,11 +47,14 @@ from ..model import (
     Step,
     Usage,
 )
+from ..reading.builder import SessionBuilder
+from ..reading.io import iter_jsonl, read_capped
+from ..reading.pairing import pair_by_call_id
+from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match
 from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
 from ..vocab.opencode import OPENCODE_TOOLS
 from ..vocab.trials import find_verifier_dir
-from ..steps import render_action
 
 NAME = "rollout-trace"
 
@@ -76,41 +81,40 @@ _HEAD_BYTES = 1 << 16
 # ---------------------------------------------------------------- detection
 
 
-def _head(path: Path) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.read(_HEAD_BYTES)
-    except OSError:
-        return b""
-
-
-def looks_like_trace(path: Path) -> bool:
+def looks_like_trace(path: Path | str, probe: Probe | None = None) -> bool:
     """Whether a file's first bytes look like a rollout trace (records with a request)."""
-    head = _head(path).lstrip(b"\xef\xbb\xbf \t\r\n")
+    head = (probe or Probe()).head(path, _HEAD_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
     if not head[:1] in (b"{", b"["):
         return False
     return b'"request"' in head and (b'"response"' in head or b'"turn"' in head)
 
 
-def trace_file_in(directory: Path) -> Path | None:
+def trace_file_in(directory: Path, probe: Probe | None = None) -> Path | None:
     """The trace file a rollout directory holds, if any."""
+    probe = probe or Probe()
+    names = probe.listdir(directory)
+    if not names:
+        return None
+    base = str(directory) + os.sep
     for name in TRACE_NAMES:
-        p = directory / name
-        if p.is_file():
-            return p
-    extra = sorted(directory.glob("proxy_trace*.jsonl")) + sorted(directory.glob("proxy_trace*.json"))
-    return extra[0] if extra else None
+        if name in names and probe.is_file(base + name):
+            return directory / name
+    for pattern in ("proxy_trace*.jsonl", "proxy_trace*.json"):
+        extra = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
+        if extra:
+            return directory / extra[0]
+    return None
 
 
-def sniff(candidate: Path, fingerprint: str) -> Match | None:
-    if candidate.is_file():
-        if looks_like_trace(candidate):
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | None:
+    if probe.is_file(candidate):
+        if looks_like_trace(candidate, probe):
             return Match(candidate, fingerprint, STRONG, f"{candidate.name} holds captured model-call records")
         return None
-    trace = trace_file_in(candidate)
+    trace = trace_file_in(candidate, probe)
     if trace is None:
         return None
-    if not looks_like_trace(trace):
+    if not looks_like_trace(trace, probe):
         if trace.name in TRACE_NAMES:
             # Named like a trace but empty, cut or damaged: still a rollout
             # directory, so the reader can say what is wrong with it.
@@ -134,13 +138,14 @@ def _iso(ts: Any) -> str | None:
     return None
 
 
-def _load_records(path: Path, session: Session, options: ReadOptions) -> list[tuple[Any, int | None, int | None]]:
+def _load_records(path: Path, b: SessionBuilder, src: SourceFile) -> list[tuple[Any, int | None, int | None]]:
     """The trace's records with their 1-based line ranges (None for a JSON array)."""
+    session = b.session
     file = str(path)
-    data, d = read_bytes(path, options.max_file_bytes)
+    data, why = read_capped(file, b.cap)
     if data is None:
-        if d:
-            session.diagnostics.append(d)
+        session.diagnostics.append(why.diagnostic(file, b.cap))  # type: ignore[union-attr]
+        src.status = "skipped"
         return []
     if not data or data.isspace():
         session.diag("file.empty", "the trace file is empty: no calls were captured", ERROR, file=file)
@@ -204,30 +209,33 @@ def _same_message(a: Any, b: Any) -> bool:
 def read(root: Path, options: ReadOptions) -> Session:
     """The rollout at ``root`` (a directory or a trace file) as a Session."""
     root = Path(root)
-    session = Session(format=NAME, source_path=str(root), view="trace")
-    if root.is_file():
+    b = SessionBuilder(NAME, root, options, view="trace")
+    session = b.session
+    probe = b.probe
+    if probe.is_dir(root):
+        trace = trace_file_in(root, probe)
+        sidecar_dir = root
+        if trace is None:
+            # named like a trace but not a regular file (a FIFO, /dev/zero): say so
+            for name in TRACE_NAMES:
+                if probe.has(root, name) and not probe.is_dir(root / name):
+                    b.read_bytes(root / name, "events")
+    elif probe.exists(root):
         trace = root
         sidecar_dir = root.parent if root.name in TRACE_NAMES else None
-    elif root.is_dir():
-        trace = trace_file_in(root)
-        sidecar_dir = root
     else:
         session.diag("rollout.no-trace", "no such file or directory", ERROR, file=str(root))
         return session
     if trace is None:
         session.diag("rollout.no-trace", f"no trace file ({', '.join(TRACE_NAMES)}) in the directory", ERROR, file=str(root))
-        return session
-    try:
-        size = trace.stat().st_size
-    except OSError:
-        size = None
-    src = SourceFile(str(trace), "events", "read", size)
-    session.files.append(src)
+        return b.finish()
+    st = probe.stat(trace)
+    src = b.account(trace, "events", "read", st.st_size if st is not None else None)
     session.metadata["trace_path"] = str(trace)
     if sidecar_dir is not None:
-        _read_sidecars(sidecar_dir, trace, session, options)
+        _read_sidecars(sidecar_dir, trace, b)
 
-    raw_records = _load_records(trace, session, options)
+    raw_records = _load_records(trace, b, src)
     calls: list[tuple[ModelCall, Any, int | None, int | None]] = []
     odd: list[tuple[Any, int | None, int | None, int]] = []
     for i, (rec, l0, l1) in enumerate(raw_records):
@@ -446,72 +454,37 @@ def read(root: Path, options: ReadOptions) -> Session:
             tc.call_id for e in session.events if e.kind == ACTION for tc in e.tool_calls if tc.call_id not in answered
         ]
         session.metadata["actions_without_observation"] = unanswered
-    return session
+    return b.finish()
 
 
 def build_steps(session: Session) -> list[Step]:
     """One step per tool call that a later tool result answers, in call order;
     calls of one model response share a ``parallel_group``."""
-    obs: dict[str, Event] = {}
-    for e in session.events:
-        if e.kind == OBSERVATION and e.call_id and e.call_id not in obs:
-            obs[e.call_id] = e
-    steps: list[Step] = []
-    for e in session.events:
-        if e.kind != ACTION:
-            continue
-        answered = [tc for tc in e.tool_calls if tc.call_id in obs]
-        thought = e.reasoning if e.reasoning and e.reasoning.strip() else (e.text if e.text and e.text.strip() else None)
-        for k, tc in enumerate(answered):
-            o = obs[tc.call_id]
-            steps.append(Step(
-                step_id=len(steps) + 1,
-                action=render_action(tc.name, tc.arguments, OPENCODE_SINGLE_ARGUMENT),
-                tool_type=tc.name,
-                observation=o.text or "",
-                thinking=thought if k == 0 else None,
-                action_ref=e.ref,
-                observation_ref=o.ref,
-                action_event_id=e.id,
-                observation_event_id=o.id,
-                parallel_group=e.response_id or e.id if len(answered) > 1 else None,
-                usage=e.usage if k == 0 else None,
-                extra={"call_id": tc.call_id},
-                model_usage=e.model_usage if k == 0 else None,
-            ))
-    return steps
+    return pair_by_call_id(session, OPENCODE_SINGLE_ARGUMENT)
 
 
-def _read_sidecars(directory: Path, trace: Path, session: Session, options: ReadOptions) -> None:
+def _read_sidecars(directory: Path, trace: Path, b: SessionBuilder) -> None:
+    session = b.session
+    probe = b.probe
     for name, role in SIDECARS.items():
-        p = directory / name
-        if not p.is_file():
+        if not probe.has(directory, name):
             continue
-        try:
-            size = p.stat().st_size
-        except OSError:
-            size = None
-        sf = SourceFile(str(p), role, "read", size)
-        session.files.append(sf)
+        p = directory / name
+        if probe.is_dir(p):
+            continue
         if role == "derived":
-            sf.status, sf.note = "ignored", "derived turns; trajkit derives its own with `trajkit turns`"
+            b.ignored(p, role, "derived turns; trajkit derives its own with `trajkit turns`", _size(probe, p))
             continue
         if role == "agent_events":
-            sf.status, sf.note = "ignored", "the agent's own event stream (opencode run --format json)"
+            b.ignored(p, role, "the agent's own event stream (opencode run --format json)", _size(probe, p))
             continue
         if name.endswith(".txt"):
-            data, d = read_bytes(p, options.max_file_bytes)
-            if data is None:
-                sf.status = "skipped"
-                if d:
-                    session.diagnostics.append(d)
-                continue
-            session.metadata[role] = data.decode("utf-8", errors="replace")
+            data, _sf = b.read_bytes(p, role)
+            if data is not None:
+                session.metadata[role] = data.decode("utf-8", errors="replace")
             continue
-        value, diags = load_file(p, options.max_file_bytes)
-        session.diagnostics.extend(diags)
+        value, _sf = b.read_json(p, role)
         if value is MISSING:
-            sf.status = "skipped"
             continue
         session.metadata[role] = value
         if role == "task":
@@ -521,7 +494,10 @@ def _read_sidecars(directory: Path, trace: Path, session: Session, options: Read
             if isinstance(value, dict) and isinstance(value.get("id") or value.get("task_id"), (str, int)):
                 session.id = str(value.get("id") or value.get("task_id"))
     # a trace next to other trace files: say which was read
-    others = [p.name for p in sorted(directory.glob("*trace*.json*")) if p != trace and p.is_file()]
+    others = sorted(
+        n for n in probe.listdir(directory) or ()
+        if n[0] != "." and fnmatch.fnmatchcase(n, "*trace*.json*") and n != trace.name and probe.is_file(directory / n)
+    )
     if others:
         session.diag(
             "rollout.other-traces",
@@ -530,7 +506,12 @@ def _read_sidecars(directory: Path, trace: Path, session: Session, options: Read
             file=str(directory),
         )
         for name in others:
-            session.files.append(SourceFile(str(directory / name), "events", "unused"))
+            b.unused(directory / name, "events")
+
+
+def _size(probe: Probe, p: Path) -> int | None:
+    st = probe.stat(p)
+    return st.st_size if st is not None else None
 
 
 def _task_text(value: Any) -> str | None:

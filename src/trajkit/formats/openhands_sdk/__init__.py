@@ -7,23 +7,26 @@ Public face: :data:`FORMAT` (registered in :mod:`trajkit.registry`),
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Format, Match
 from .layout import EVENT_NAME, conversation_dir, find_sessions, is_conversation_dir
 from .reader import FORMAT_NAME, read
 
 
-def sniff(candidate: Path, fingerprint: str) -> Match | None:
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | None:
     """Claim ``candidate`` when it is (or is inside) an SDK conversation."""
     if fingerprint == "event-*.json":
         if not EVENT_NAME.match(candidate.name) and not candidate.name.startswith("event-"):
             return None
-    root = conversation_dir(candidate)
+    root = conversation_dir(candidate, probe)
     if root is None:
         return None
-    has_state = (root / "base_state.json").is_file()
-    has_events = (root / "events").is_dir()
+    base = str(root) + os.sep
+    has_state = probe.is_file(base + "base_state.json")
+    has_events = probe.is_dir(base + "events")
     if has_state:
         return Match(root, fingerprint, STRONG, "base_state.json" + (" and events/" if has_events else ""))
     if has_events:

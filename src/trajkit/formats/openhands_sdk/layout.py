@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from ...diagnostics import ERROR, WARNING, Diagnostic
+from ...reading.probe import Probe
 
 #: The SDK's reader regex since 1.30 (5 or more index digits; the id part as
 #: the SDK accepts it). A name that does not match is skipped with a warning.
@@ -65,47 +66,44 @@ class EventScan:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-def is_conversation_dir(path: str | os.PathLike) -> bool:
+def is_conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> bool:
     """Whether ``path`` is a directory holding a conversation (its state, its
-    agent-server metadata, or an ``events/`` directory of SDK event files)."""
+    agent-server metadata, or an ``events/`` directory of SDK event files).
+    ``probe``: detection's cached view of the disk."""
+    probe = probe if probe is not None else Probe()
     p = os.fspath(path)
-    if os.path.isfile(os.path.join(p, STATE_FILE)):
-        return True
-    if os.path.isfile(os.path.join(p, META_FILE)) and _looks_like_meta(os.path.join(p, META_FILE)):
-        return True
-    ev = os.path.join(p, EVENTS_DIR)
-    if not os.path.isdir(ev):
+    names = probe.listdir(p)
+    if not names:
         return False
-    try:
-        with os.scandir(ev) as it:
-            for e in it:
-                if e.name.startswith("event-") and e.name.endswith(".json"):
-                    return True
-    except OSError:
+    if STATE_FILE in names and probe.is_file(os.path.join(p, STATE_FILE)):
+        return True
+    meta = os.path.join(p, META_FILE)
+    if META_FILE in names and probe.is_file(meta) and _looks_like_meta(meta, probe):
+        return True
+    if EVENTS_DIR not in names:
         return False
-    return False
+    return any(n.startswith("event-") and n.endswith(".json") for n in probe.listdir(os.path.join(p, EVENTS_DIR)) or ())
 
 
-def _looks_like_meta(path: str) -> bool:
+def _looks_like_meta(path: str, probe: Probe) -> bool:
     """Whether a ``meta.json`` is the agent server's StoredConversation."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(1 << 20)
-        value = orjson.loads(data)
-    except (OSError, orjson.JSONDecodeError):
+        value = orjson.loads(probe.head(path, 1 << 20))
+    except orjson.JSONDecodeError:
         return False
     return isinstance(value, dict) and ("conversation_id" in value or ("initial_message" in value and "id" in value))
 
 
-def conversation_dir(path: str | os.PathLike) -> Path | None:
+def conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> Path | None:
     """The conversation directory ``path`` names: itself, the directory of its
     ``base_state.json`` or ``meta.json``, the conversation of an event file or
     of a path inside ``events/`` / ``observations/``; None when there is none."""
-    p = Path(os.path.abspath(os.fspath(path)))
-    d = p if p.is_dir() else p.parent
-    if is_conversation_dir(d):
+    probe = probe if probe is not None else Probe()
+    p = path if isinstance(path, Path) and path.is_absolute() else Path(os.path.abspath(os.fspath(path)))
+    d = p if probe.is_dir(p) else p.parent
+    if is_conversation_dir(d, probe):
         return d
-    if d.name in (EVENTS_DIR, OBSERVATIONS_DIR, SUBAGENTS_DIR) and is_conversation_dir(d.parent):
+    if d.name in (EVENTS_DIR, OBSERVATIONS_DIR, SUBAGENTS_DIR) and is_conversation_dir(d.parent, probe):
         return d.parent
     return None
 

@@ -21,6 +21,7 @@ import orjson
 
 from ... import jsonio
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...read import io as read_io
 from ...model import (
     ACTION,
     CONDENSATION,
@@ -538,50 +539,8 @@ _READ_PROBLEM = {
     "sdk.event-too-large": "event {index} is {size} bytes, over the size cap of {cap} bytes; not read",
     "sdk.event-unreadable": "event {index} could not be read (vanished or unreadable)",
 }
-_CHUNK = 1 << 16  # below malloc's mmap threshold: one read() for nearly every event file
-_O_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
-
-
-def read_file(path: str, cap: int) -> tuple[bytes | None, str | None, int | None]:
-    """A file's bytes with as few system calls as possible: ``(data, None,
-    size)``, or ``(None, code, size)`` when it is over ``cap`` bytes
-    (``sdk.event-too-large``) or cannot be read (``sdk.event-unreadable``)."""
-    try:
-        fd = os.open(path, _O_FLAGS)
-    except OSError:
-        return None, "sdk.event-unreadable", None
-    try:
-        first = min(_CHUNK, cap + 1)
-        data = os.read(fd, first)
-        if len(data) == first:
-            chunks = [data]
-            total = len(data)
-            while total <= cap:
-                more = os.read(fd, min(1 << 20, cap + 1 - total))
-                if not more:
-                    break
-                chunks.append(more)
-                total += len(more)
-            if total > cap:
-                try:
-                    size = os.fstat(fd).st_size
-                except OSError:
-                    size = total
-                return None, "sdk.event-too-large", size
-            data = b"".join(chunks)
-        return data, None, len(data)
-    except OSError:
-        return None, "sdk.event-unreadable", None
-    finally:
-        os.close(fd)
-
-
-def _load_json(path: str, cap: int) -> tuple[Any, Diagnostic | None, int | None]:
-    data, d = jsonio.read_bytes(path, cap)
-    if data is None:
-        return jsonio.MISSING, d, None
-    value, d = jsonio.loads(data, path)
-    return value, d, len(data)
+_READ_CODE = {read_io.TOO_LARGE: "sdk.event-too-large", read_io.UNREADABLE: "sdk.event-unreadable"}
+_load_json = read_io.load_json_sized
 
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
@@ -739,10 +698,13 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     seen_ids: dict[Any, int] = {}
     files_append = s.files.append
     loads = orjson.loads
+    read_capped = read_io.read_capped
     for ef in scan.ordered:
         path = ef.path
-        data, code, size = read_file(path, cap)
+        data, why = read_capped(path, cap)
         if data is None:
+            code = _READ_CODE[why.code]  # type: ignore[union-attr]
+            size = why.size  # type: ignore[union-attr]
             files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
             s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
             continue

@@ -1,0 +1,245 @@
+"""File input for readers: one capped whole-file read, one head read, JSON
+and JSON Lines loading with located diagnostics.
+
+Everything a reader takes from disk goes through :func:`read_capped` (the
+whole file) or :func:`head` (its first bytes), so the rules hold for every
+format at once:
+
+- only regular files are read. The file is opened non-blocking and checked
+  with ``fstat`` on the opened descriptor, so a FIFO, a socket, a character
+  device (``/dev/zero``, ``/dev/urandom``) or a symlink to one is refused
+  without blocking and without reading a byte (``file.unreadable``);
+- the size is checked before reading: a file over the cap is refused without
+  reading it (``file.too-large``), so a 2 GB sparse file costs one ``fstat``;
+- a file that grows while it is read is cut at the cap and refused.
+
+:func:`read_capped` is the measured fast path (one ``open``, one ``fstat``,
+one ``read``, one ``close`` for a file that does not change); it returns a
+short problem code instead of a :class:`~trajkit.model.Diagnostic` so hot
+loops (one file per event) can word their own diagnostic.
+:func:`read_bytes`, :func:`load_json` and :func:`load_jsonl` wrap it with
+diagnostics.
+
+Diagnostic codes emitted here (see ``docs/diagnostics.md``):
+``file.unreadable``, ``file.too-large``, plus the JSON codes of
+:mod:`trajkit.jsonio` (``file.empty``, ``json.not-utf8``, ``json.invalid``,
+``json.nonstandard``) and ``jsonl.invalid-line``, ``jsonl.truncated-line``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import orjson
+
+from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads
+from ..diagnostics import ERROR, WARNING, Diagnostic
+
+#: Problem codes of :func:`read_capped`.
+TOO_LARGE = "file.too-large"
+UNREADABLE = "file.unreadable"
+
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1 << 16
+
+_KIND_NAMES = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def _kind(mode: int) -> str:
+    for test, name in _KIND_NAMES:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+@dataclass(slots=True)
+class Refusal:
+    """Why :func:`read_capped` returned no bytes: ``code`` (``file.too-large``
+    or ``file.unreadable``), the size when known, and a reason for people."""
+
+    code: str
+    size: int | None
+    reason: str
+
+    def diagnostic(self, path: str, cap: int) -> Diagnostic:
+        if self.code == TOO_LARGE:
+            if self.size is not None and self.size > cap:
+                msg = f"file is {self.size} bytes, over the size cap of {cap} bytes; not read"
+            else:
+                msg = f"file grew past the size cap of {cap} bytes while read; not read"
+        else:
+            msg = f"cannot read file: {self.reason}"
+        return Diagnostic(self.code, msg, ERROR, file=path)
+
+
+def read_capped(path: str, cap: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | None, Refusal | None]:
+    """The bytes of the regular file ``path`` (at most ``cap``), or None and
+    why not. Never raises, never blocks, never reads more than ``cap + 1``
+    bytes."""
+    try:
+        fd = os.open(path, _O_FLAGS)
+    except OSError as e:
+        return None, Refusal(UNREADABLE, None, e.strerror or str(e))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, Refusal(UNREADABLE, None, f"{_kind(st.st_mode)}, not a regular file; not read")
+        size = st.st_size
+        if size > cap:
+            return None, Refusal(TOO_LARGE, size, "")
+        want = size + 1 if size else min(_CHUNK, cap + 1)
+        data = os.read(fd, want)
+        if len(data) >= want:
+            # grew since fstat (or a size-less file): read on, up to the cap
+            chunks = [data]
+            total = len(data)
+            while total <= cap:
+                more = os.read(fd, min(1 << 20, cap + 1 - total))
+                if not more:
+                    break
+                chunks.append(more)
+                total += len(more)
+            if total > cap:
+                return None, Refusal(TOO_LARGE, total, "")
+            data = b"".join(chunks)
+        return data, None
+    except OSError as e:
+        return None, Refusal(UNREADABLE, None, e.strerror or str(e))
+    finally:
+        os.close(fd)
+
+
+def head(path: str, n: int) -> bytes:
+    """The first ``n`` bytes (fewer when the file is shorter) of the regular
+    file ``path``; ``b""`` when it is not a regular file or cannot be read."""
+    try:
+        fd = os.open(path, _O_FLAGS)
+    except OSError:
+        return b""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return b""
+        return os.read(fd, n)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
+
+
+def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | None, Diagnostic | None]:
+    """The bytes of a file, or None and a diagnostic when it cannot or should not be read."""
+    p = os.fspath(path)
+    data, why = read_capped(p, max_bytes)
+    if data is None:
+        return None, why.diagnostic(p, max_bytes)  # type: ignore[union-attr]
+    return data, None
+
+
+def load_json(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Any, list[Diagnostic]]:
+    """Read and decode one JSON file: the value (or MISSING) and its diagnostics."""
+    p = os.fspath(path)
+    data, why = read_capped(p, max_bytes)
+    if data is None:
+        return MISSING, [why.diagnostic(p, max_bytes)]  # type: ignore[union-attr]
+    value, d = loads(data, p)
+    return value, [d] if d else []
+
+
+def load_json_sized(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[Any, Diagnostic | None, int | None]:
+    """:func:`load_json` for one file, also giving its size in bytes (None
+    when it was not read) and at most one diagnostic."""
+    data, why = read_capped(path, max_bytes)
+    if data is None:
+        return MISSING, why.diagnostic(path, max_bytes), None  # type: ignore[union-attr]
+    value, d = loads(data, path)
+    return value, d, len(data)
+
+
+@dataclass(slots=True)
+class JsonLine:
+    """One decoded line of a JSON Lines file: its value, 1-based line number
+    and byte offset; ``value`` is MISSING when the line did not decode."""
+
+    value: Any
+    line: int
+    offset: int
+    raw: bytes
+
+
+def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | None = None) -> Iterator[JsonLine]:
+    """Decode JSON Lines leniently.
+
+    Blank lines are skipped. A line that does not decode yields a
+    ``jsonl.invalid-line`` diagnostic; when it is the last line and the file
+    does not end in a newline it is a cut-off write (``jsonl.truncated-line``),
+    and the prefix before it is still read.
+    """
+    if diags is None:
+        diags = []
+    offset = 0
+    lineno = 0
+    n = len(data)
+    while offset < n:
+        end = data.find(b"\n", offset)
+        last = end < 0
+        if last:
+            end = n
+        lineno += 1
+        chunk = data[offset:end]
+        if chunk.strip():
+            try:
+                value = orjson.loads(chunk)
+            except orjson.JSONDecodeError:
+                value, d = loads(chunk, file)
+                if value is MISSING:
+                    if last:
+                        diags.append(
+                            Diagnostic(
+                                "jsonl.truncated-line",
+                                "the final line is cut off (no newline, not valid JSON); the lines before it were read",
+                                WARNING,
+                                file=file,
+                                line=lineno,
+                                offset=offset,
+                            )
+                        )
+                    else:
+                        diags.append(
+                            Diagnostic(
+                                "jsonl.invalid-line",
+                                f"line is not valid JSON: {d.message if d else ''}",
+                                ERROR,
+                                file=file,
+                                line=lineno,
+                                offset=offset,
+                            )
+                        )
+                    yield JsonLine(MISSING, lineno, offset, chunk)
+                    offset = end + 1
+                    continue
+                if d is not None:
+                    d.line = lineno
+                    d.offset = offset
+                    diags.append(d)
+            yield JsonLine(value, lineno, offset, chunk)
+        offset = end + 1
+
+
+def load_jsonl(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[list[JsonLine] | None, list[Diagnostic]]:
+    """Read a JSON Lines file: its decoded lines (None when the file could not
+    be read) and the diagnostics for the file and for each bad line."""
+    p = os.fspath(path)
+    data, why = read_capped(p, max_bytes)
+    if data is None:
+        return None, [why.diagnostic(p, max_bytes)]  # type: ignore[union-attr]
+    diags: list[Diagnostic] = []
+    return list(iter_jsonl(data, p, diags)), diags

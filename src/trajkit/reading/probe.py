@@ -1,0 +1,197 @@
+"""A cached view of the filesystem for one detection.
+
+:func:`trajkit.registry.detect` makes one :class:`Probe` and hands it to every
+format's ``sniff(probe, candidate, fingerprint)``; a format keeps what it
+learned for its reader in ``Match.hint``. Every directory is listed at most
+once, every path is ``stat``-ed at most once and every file's head is read at
+most once per detection, whichever format asks and however often.
+
+Heads are read with :func:`trajkit.reading.io.head`: regular files only,
+non-blocking, so a FIFO or ``/dev/zero`` named like a run's file costs
+nothing. :func:`logical_abspath` is how detection and reading turn a user's
+path into an absolute one.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as _stat
+from typing import Any
+
+from .io import head as _head
+
+_MISSING: Any = object()
+#: The least a head read fetches (formats ask for 256 bytes to 1 MiB).
+_MIN_HEAD = 1 << 16
+
+
+class Probe:
+    """Cached ``listdir``, ``stat``, ``is_dir``, ``is_file`` and ``head``.
+
+    Paths are strings or path-like objects; results are cached by the string
+    form, so ``/a/b`` and ``Path("/a/b")`` share one entry. ``calls`` counts
+    the system-level look-ups actually made (for tests and benchmarks).
+    """
+
+    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "calls")
+
+    def __init__(self) -> None:
+        self._ls: dict[str, list[str] | None] = {}
+        self._entries: dict[str, list[os.DirEntry] | None] = {}
+        self._index: dict[str, dict[str, os.DirEntry]] = {}
+        self._scans: dict[str, tuple[set[str], set[str]]] = {}
+        self._st: dict[str, os.stat_result | None] = {}
+        self._heads: dict[str, tuple[bytes, int]] = {}
+        self.calls = 0
+
+    def _list(self, p: str) -> list[str] | None:
+        # one scandir serves listdir() and scan(): the entries keep their type
+        self.calls += 1
+        try:
+            with os.scandir(p) as it:
+                entries = list(it)
+        except OSError:
+            self._entries[p] = None
+            self._ls[p] = None
+            return None
+        self._entries[p] = entries
+        names = self._ls[p] = [e.name for e in entries]
+        return names
+
+    def listdir(self, path: str | os.PathLike) -> list[str] | None:
+        """The names in a directory (unsorted, as the OS gives them), or None
+        when it cannot be listed."""
+        p = os.fspath(path)
+        names = self._ls.get(p, _MISSING)
+        if names is _MISSING:
+            names = self._list(p)
+        return names
+
+    def scan(self, path: str | os.PathLike) -> tuple[set[str], set[str]]:
+        """(directory names, file names) in a directory, symlinks followed;
+        both empty when it cannot be listed. Entries that are neither (a
+        dangling symlink, a FIFO) are in :meth:`listdir` only."""
+        p = os.fspath(path)
+        got = self._scans.get(p)
+        if got is not None:
+            return got
+        if p not in self._entries:
+            self._list(p)
+        dirs: set[str] = set()
+        files: set[str] = set()
+        for e in self._entries[p] or ():
+            try:
+                if e.is_dir():
+                    dirs.add(e.name)
+                elif e.is_file():
+                    files.add(e.name)
+            except OSError:
+                continue
+        self._scans[p] = got = (dirs, files)
+        return got
+
+    def stat(self, path: str | os.PathLike) -> os.stat_result | None:
+        """``os.stat`` (symlinks followed), or None when it fails."""
+        p = os.fspath(path)
+        st = self._st.get(p, _MISSING)
+        if st is _MISSING:
+            self.calls += 1
+            try:
+                st = os.stat(p)
+            except (OSError, ValueError):
+                st = None
+            self._st[p] = st
+        return st
+
+    def _entry(self, p: str) -> Any:
+        """The directory entry for ``p`` when its parent has been listed
+        (None when the listing does not hold it), else _MISSING."""
+        parent, name = os.path.split(p)
+        entries = self._entries.get(parent, _MISSING)
+        if entries is _MISSING or entries is None:
+            return _MISSING
+        index = self._index.get(parent)
+        if index is None:
+            index = self._index[parent] = {e.name: e for e in entries}
+        return index.get(name)
+
+    def exists(self, path: str | os.PathLike) -> bool:
+        return self.stat(path) is not None
+
+    def is_dir(self, path: str | os.PathLike) -> bool:
+        """A directory (symlinks followed); answered from the parent's
+        listing when there is one, without a system call."""
+        p = os.fspath(path)
+        if p not in self._st:
+            e = self._entry(p)
+            if e is not _MISSING:
+                try:
+                    return e is not None and e.is_dir()
+                except OSError:
+                    return False
+        st = self.stat(p)
+        return st is not None and _stat.S_ISDIR(st.st_mode)
+
+    def is_file(self, path: str | os.PathLike) -> bool:
+        """A regular file (symlinks followed): not a FIFO, device or socket;
+        answered from the parent's listing when there is one."""
+        p = os.fspath(path)
+        if p not in self._st:
+            e = self._entry(p)
+            if e is not _MISSING:
+                try:
+                    return e is not None and e.is_file()
+                except OSError:
+                    return False
+        st = self.stat(p)
+        return st is not None and _stat.S_ISREG(st.st_mode)
+
+    def has(self, directory: str | os.PathLike, name: str) -> bool:
+        """Whether ``name`` is listed in ``directory``."""
+        names = self.listdir(directory)
+        return names is not None and name in names
+
+    def head(self, path: str | os.PathLike, n: int) -> bytes:
+        """The first ``n`` bytes of a regular file (``b""`` otherwise). At
+        least 64 KiB is read once and kept, and shorter asks are slices of it."""
+        p = os.fspath(path)
+        got = self._heads.get(p)
+        if got is not None:
+            data, asked = got
+            if asked >= n or len(data) < asked:  # enough, or the whole file
+                return data[:n]
+        self.calls += 1
+        want = max(n, _MIN_HEAD)  # one read serves the other formats' smaller asks
+        data = _head(p, want)
+        self._heads[p] = (data, want)
+        return data[:n]
+
+
+def logical_abspath(path: str | os.PathLike) -> str:
+    """An absolute path for ``path``, resolved the way ``cd`` does.
+
+    Like the shell's logical ``cd``, ``..`` removes the name before it
+    (``base/sym/../inner`` is ``base/inner``), which is what
+    :func:`os.path.abspath` does. When that path does not exist but the path
+    as written does (``sym`` is a symlink whose target has a sibling
+    ``inner``), it falls back to the physical meaning, as ``cd`` does: each
+    ``..`` that follows a symlink goes to the parent of the symlink's target.
+    Symlinks that are not followed by ``..`` are kept as written.
+    """
+    p = os.fspath(path)
+    logical = os.path.abspath(p)
+    if ".." not in p.split(os.sep) or os.path.lexists(logical) or not os.path.lexists(p):
+        return logical
+    parts = os.path.join(os.getcwd(), p).split(os.sep) if not os.path.isabs(p) else p.split(os.sep)
+    out = os.sep
+    for part in parts:
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if os.path.islink(out):
+                out = os.path.dirname(os.path.realpath(out))
+            else:
+                out = os.path.dirname(out)
+            continue
+        out = os.path.join(out, part)
+    return out
