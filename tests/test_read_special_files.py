@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from trajkit.read import io as rio
+from trajkit.reading import io as rio
 from trajkit.reading.probe import Probe
 
 from conftest import CORPUS, REPO

@@ -1,4 +1,4 @@
-"""The reader toolkit (``trajkit.read``) and detection's contract with formats.
+"""The reader toolkit (``trajkit.reading``) and detection's contract with formats.
 
 - the probe: detection lists every directory and opens every file at most once;
 - naming a format skips detection altogether;
@@ -21,7 +21,7 @@ import pytest
 import trajkit
 from trajkit import registry
 from trajkit.model import ReadOptions, Session
-from trajkit.read import io as rio
+from trajkit.reading import io as rio
 from trajkit.reading.builder import SessionBuilder
 from trajkit.reading.pairing import pair_by_call_id, pair_by_cause
 from trajkit.reading.probe import Probe, logical_abspath

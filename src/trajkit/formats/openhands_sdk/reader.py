@@ -21,7 +21,7 @@ import orjson
 
 from ... import jsonio
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ...read import io as read_io
+from ...reading import io as read_io
 from ...model import (
     ACTION,
     CONDENSATION,
