@@ -661,7 +661,8 @@ def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffR
             files.append(fc)
     trustworthy = not unrec and not gaps
     if unrec:
-        reason = f"rebuilt from file-editor events; {len(unrec)} shell write(s) cannot be reconstructed (first: {unrec[0]['command'][:80]!r})"
+        first = (unrec[0]["command"] or "").split("\n", 1)[0][:80]  # as written: no repr re-quoting
+        reason = f"rebuilt from file-editor events; {len(unrec)} shell write(s) cannot be reconstructed (first: {first})"
     elif gaps:
         reason = f"rebuilt from file-editor events; {len(gaps)} edit(s) lack their content"
     else:
