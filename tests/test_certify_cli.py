@@ -153,7 +153,8 @@ def test_fcr_over_certificates_and_runs(cli, tmp_path, green, red):
     assert cli("certify", FIN, "--visible", green, "--holdout", red, "--out", certs / "b.json").returncode == 0
     assert cli("certify", V1_FIXTURES / "conversations" / "max-iterations", "--visible", green, "--holdout", green, "--out", certs / "c.json").returncode == 0
     doc = _cert(cli("fcr", certs, "--json"))
-    assert doc["runs"] == 3 and doc["claims"] == 2 and doc["false_claims"] == 1 and doc["false_completion_rate"] == 0.5
+    assert doc["runs"] == 3 and doc["claims"] == 2 and doc["false_completion_rate"] == 0.5
+    assert (doc["verified_true"], doc["verified_false"], doc["unverifiable_claims"], doc["verified_claims"]) == (1, 1, 0, 2)
     assert doc["states"]["Succeeded"] == 1 and doc["states"]["FailedUnverifiable"] == 1 and doc["states"]["FailedBudget"] == 1
     assert set(doc["states"]) == {"Succeeded", "FailedUnverifiable", "FailedBlocked", "FailedBudget", "FailedSafety", "FailedSpecGap", "AbortedByHuman"}
     assert doc["gated_runs"] == 3 and doc["holdout_false_completions"] == 1  # holdout-flag rate: 1 of 3 gated runs
@@ -163,7 +164,7 @@ def test_fcr_over_certificates_and_runs(cli, tmp_path, green, red):
     doc = _cert(cli("fcr", V1_FIXTURES / "conversations", certs / "a.json", "--json"))
     assert doc["runs"] == 7 and doc["states"]["Succeeded"] == 1
     proc = cli("fcr", certs)
-    assert proc.returncode == 0 and "false-completion rate 0.500 (1/2)" in proc.stdout and "FailedBudget" in proc.stdout
+    assert proc.returncode == 0 and "false-completion rate 0.500 (1/2 verified claims)" in proc.stdout and "FailedBudget" in proc.stdout
 
 
 def test_fcr_parallel_over_corpus(cli, corpus):
@@ -183,7 +184,7 @@ def test_patch_file_is_the_diff(cli, tmp_path, green):
     assert {"gate-tampering", "report-patching"} <= {f["rule"] for f in doc["findings"]}
 
 
-def test_certificate_says_false_claim_as_fcr_counts_it(cli):
+def test_certificate_false_claim_and_the_fcr_claim_check(cli):
     import json as _json
 
     from conftest import REPO
@@ -192,7 +193,10 @@ def test_certificate_says_false_claim_as_fcr_counts_it(cli):
     assert p.returncode == 0, p.stderr
     cert = _json.loads(p.stdout)
     assert cert["claimed_success"] is True and cert["state"] != "Succeeded"
-    assert cert["false_claim"] is True  # the FCR's numerator
+    assert cert["false_claim"] is True  # claimed, not certified Succeeded
     assert cert["false_completion"] is False  # the holdout gate itself was green
+    # green tests but no trustworthy diff: the claim is unverifiable, not false, and there is no FCR
     fcr = _json.loads(cli("fcr", REPO / "examples" / "openhands-v0-trial", "--json").stdout)
-    assert fcr["claims"] == 1 and fcr["false_claims"] == 1 and fcr["false_completion_rate"] == 1.0
+    assert fcr["claims"] == 1 and fcr["unverifiable_claims"] == 1 and fcr["verified_false"] == 0
+    assert fcr["false_completion_rate"] is None
+    assert fcr["runs_detail"][0]["claim"] == "unverifiable"

@@ -88,4 +88,4 @@ def test_defect_6_fcr_counts_the_engines_claim(tmp_path):
                     CertifyOptions(workspace=str(V1_FIXTURES / "workspaces" / "stale"), visible=vis, holdout=hold_red))
     assert stale.claimed_success and stale.false_completion and stale.state == "FailedUnverifiable"
     rep = report([("stale", stale)])
-    assert rep.claims == 1 and rep.false_claims == 1 and rep.fcr == 1.0 and rep.fcr_holdout == 1.0
+    assert rep.claims == 1 and rep.verified_false == 1 and rep.fcr == 1.0 and rep.fcr_holdout == 1.0

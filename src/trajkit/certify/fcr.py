@@ -1,10 +1,21 @@
 """The false-completion rate over many runs or certificates.
 
-FCR = runs whose engine claimed success but were not certified
-``Succeeded``, over runs whose engine claimed success (``formats/
-certification.md`` §5.2, with defect 6 fixed: the engine's own claim is what
-counts, not the certifier's outcome token). The holdout-flag rate (visible
-green, holdout red, over runs with a usable gate) is reported beside it.
+Every run whose engine claimed success (``formats/certification.md`` §5.2,
+with defect 6 fixed: the engine's own claim is what counts, not the
+certifier's outcome token) is one of three (:func:`claim_check`):
+
+* ``verified-true``: certified ``Succeeded``;
+* ``verified-false``: the evidence contradicts the claim (a failing or
+  erroring test, a high or critical anticheat finding, a criterion false, or
+  the harness's own end signal: blocked, budget, human abort);
+* ``unverifiable``: nothing decides it (no test results, no trustworthy diff,
+  an unreadable trajectory ...).
+
+FCR = verified false / (verified true + verified false), and ``None``
+(``n/a``) when no claim could be verified: a batch with no test results at
+all has no FCR, not 1.0. Unverifiable claims are a count of their own. The
+holdout-flag rate (visible green, holdout red, over runs with a usable gate)
+is reported beside it.
 """
 
 from __future__ import annotations
@@ -12,15 +23,43 @@ from __future__ import annotations
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .certificate import Certificate, read_certificate
 from .pipeline import CertifyOptions, certify
-from .states import SUCCEEDED, TERMINAL_STATES
+from .states import ABORTED_BY_HUMAN, FAILED_BLOCKED, FAILED_BUDGET, FAILED_SAFETY, SUCCEEDED, TERMINAL_STATES
 
-MAX_DEPTH = 8
+VERIFIED_TRUE = "verified-true"
+VERIFIED_FALSE = "verified-false"
+UNVERIFIABLE = "unverifiable"
 
+_ENGINE_DENIES = (FAILED_BLOCKED, FAILED_BUDGET, ABORTED_BY_HUMAN)
+_RED = ("failed", "error")
+
+
+def claim_check(c: Certificate) -> str | None:
+    """Whether a certificate verifies its engine's success claim:
+    :data:`VERIFIED_TRUE`, :data:`VERIFIED_FALSE`, :data:`UNVERIFIABLE`, or
+    None when the engine claimed nothing."""
+    if not c.claimed_success:
+        return None
+    if c.state == SUCCEEDED:
+        return VERIFIED_TRUE
+    if c.state == FAILED_SAFETY or c.state in _ENGINE_DENIES:
+        return VERIFIED_FALSE
+    if any(isinstance(f, dict) and f.get("severity") in ("critical", "high") for f in c.findings or []):
+        return VERIFIED_FALSE
+    g = c.gate if isinstance(c.gate, dict) else {}
+    if g.get("false_completion") is True:
+        return VERIFIED_FALSE
+    for key in ("visible", "holdout"):
+        checks = g.get(key)
+        if isinstance(checks, list) and any(isinstance(t, dict) and t.get("passed") is False and t.get("status") in _RED for t in checks):
+            return VERIFIED_FALSE
+    crit = c.criteria_met if isinstance(c.criteria_met, dict) else {}
+    if any(v is False for v in crit.values()):
+        return VERIFIED_FALSE
+    return UNVERIFIABLE
 
 @dataclass(slots=True)
 class Item:
@@ -30,64 +69,24 @@ class Item:
     kind: str  # "certificate" | "run"
 
 
-def _looks_like_certificate(p: Path) -> bool:
-    try:
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return b"trajkit.certificate/" in head
-
-
 def expand(paths: Iterable[str], on_problem: Callable[[str], None] | None = None) -> list[Item]:
-    """The runs and certificates under ``paths``: a certificate file, a run
-    (any path a reader detects as its root), or a directory holding either."""
-    from ..registry import detect
+    """The runs and certificates under ``paths``, found by the same walk as
+    ``convert DIR`` (:func:`trajkit.corpus.discover`), certificate files
+    included. A given path under which nothing is found (a missing path, a
+    file or folder no format reads) is itself an item: it is certified as
+    unreadable, never skipped."""
+    from ..corpus import discover
 
     out: list[Item] = []
     seen: set[str] = set()
-
-    def add(item: Item) -> None:
-        key = os.path.realpath(item.path)
-        if key not in seen:
-            seen.add(key)
-            out.append(item)
-
-    def visit(p: Path, depth: int) -> None:
-        if p.is_file():
-            if p.suffix == ".json" and _looks_like_certificate(p):
-                add(Item(str(p), "certificate"))
-            return
-        if not p.is_dir():
-            return
-        det = detect(p)
-        if det.format is not None and det.match is not None and Path(det.match.root) == p:
-            add(Item(str(p), "run"))
-            return
-        if depth >= MAX_DEPTH:
-            return
-        try:
-            children = sorted(p.iterdir())
-        except OSError as e:
-            if on_problem:
-                on_problem(f"{p}: cannot list: {e.strerror}")
-            return
-        for c in children:
-            if c.name.startswith(".") or c.is_symlink():
-                continue
-            visit(c, depth + 1)
-
     for raw in paths:
-        p = Path(raw)
-        if p.is_file() and not _looks_like_certificate(p):
-            add(Item(str(p), "run"))  # a single-file run (a flat export, a trace)
-        elif not p.exists():
-            add(Item(str(p), "run"))  # certified as unreadable, never skipped
-        else:
-            before = len(out)
-            visit(p, 0)
-            if len(out) == before and p.is_dir():
-                add(Item(str(p), "run"))  # nothing found: certify the directory itself (unreadable if it is no run)
+        refs = discover([raw], certificates=True, on_problem=on_problem)
+        items = [Item(str(r.path), r.kind) for r in refs] or [Item(str(raw), "run")]
+        for it in items:
+            key = os.path.realpath(it.path)
+            if key not in seen:
+                seen.add(key)
+                out.append(it)
     return out
 
 
@@ -145,12 +144,15 @@ def certify_many(items: list[Item], opts: CertifyOptions, jobs: int = 1, progres
 
 @dataclass(slots=True)
 class FcrReport:
-    """Counts over many certificates: runs, claims, false claims, the FCR,
-    the holdout-flag rate, and the count per terminal state."""
+    """Counts over many certificates: runs, claims (verified true, verified
+    false, unverifiable), the FCR over verified claims, the holdout-flag
+    rate, and the count per terminal state."""
 
     runs: int = 0
     claims: int = 0
-    false_claims: int = 0
+    verified_true: int = 0
+    verified_false: int = 0
+    unverifiable: int = 0
     gated: int = 0
     holdout_false_completions: int = 0
     cost_usd: float = 0.0
@@ -160,8 +162,13 @@ class FcrReport:
     problems: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def verified_claims(self) -> int:
+        return self.verified_true + self.verified_false
+
+    @property
     def fcr(self) -> float | None:
-        return self.false_claims / self.claims if self.claims else None
+        """Verified false over verified claims; None when none was verifiable."""
+        return self.verified_false / self.verified_claims if self.verified_claims else None
 
     @property
     def fcr_holdout(self) -> float | None:
@@ -171,7 +178,10 @@ class FcrReport:
         return {
             "runs": self.runs,
             "claims": self.claims,
-            "false_claims": self.false_claims,
+            "verified_claims": self.verified_claims,
+            "verified_true": self.verified_true,
+            "verified_false": self.verified_false,
+            "unverifiable_claims": self.unverifiable,
             "false_completion_rate": self.fcr,
             "gated_runs": self.gated,
             "holdout_false_completions": self.holdout_false_completions,
@@ -195,11 +205,15 @@ def report(certs: Iterable[tuple[str, Certificate]]) -> FcrReport:
         if isinstance(cost, (int, float)) and not isinstance(cost, bool):
             r.cost_usd += float(cost)
             r.costed_runs += 1
-        false_claim = c.claimed_success and c.state != SUCCEEDED
-        if c.claimed_success:
+        check = claim_check(c)
+        if check is not None:
             r.claims += 1
-            if false_claim:
-                r.false_claims += 1
+            if check == VERIFIED_TRUE:
+                r.verified_true += 1
+            elif check == VERIFIED_FALSE:
+                r.verified_false += 1
+            else:
+                r.unverifiable += 1
         g = c.gate or {}
         if isinstance(g.get("holdout"), list) and g.get("holdout") and g.get("passed_visible") is not None:
             r.gated += 1
@@ -210,7 +224,7 @@ def report(certs: Iterable[tuple[str, Certificate]]) -> FcrReport:
             "source": path,
             "state": c.state,
             "claimed_success": c.claimed_success,
-            "false_claim": false_claim,
+            "claim": check,
             "false_completion": c.false_completion,
             "reason": c.reason,
         })

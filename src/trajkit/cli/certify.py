@@ -179,10 +179,13 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
 def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_name, max_file_bytes):
     """False-completion rate over PATHS: runs, certificates, or directories of either.
 
-    Runs are certified with the trial's own verifier verdict as the holdout
-    set; certificates are read back as they are. FCR = runs whose engine
-    claimed success but are not certified Succeeded, over runs that claimed
-    success.
+    Directories are walked as `convert DIR` walks them. Runs are certified
+    with the trial's own verifier verdict as the holdout set; certificates
+    are read back as they are. Each success claim is verified true
+    (Succeeded), verified false (a red test, a high or critical finding, the
+    harness's own failure signal) or unverifiable (nothing to decide it
+    with, e.g. no test results). FCR = verified false / verified claims;
+    n/a when no claim could be verified.
     """
     from ..certify import CertifyOptions
     from ..certify.fcr import certify_many, expand, report
@@ -220,10 +223,11 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     t.add_column("run", overflow="fold")
     t.add_column("state")
     t.add_column("claimed")
-    t.add_column("false claim")
+    t.add_column("claim check")
     t.add_column("reason", overflow="fold")
+    shown = {"verified-true": "verified", "verified-false": "FALSE", "unverifiable": "unverifiable", None: ""}
     for r in rep.per_run:
-        t.add_row(r["path"], r["state"], "yes" if r["claimed_success"] else "no", "YES" if r["false_claim"] else "", r["reason"][:160])
+        t.add_row(r["path"], r["state"], "yes" if r["claimed_success"] else "no", shown.get(r["claim"], ""), r["reason"][:160])
     con.print(t)
     s = Table(title="per state", show_header=True, header_style="bold")
     s.add_column("state")
@@ -231,9 +235,14 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     for k, v in rep.states.items():
         s.add_row(k, str(v))
     con.print(s)
-    fcr = "n/a (no run claimed success)" if rep.fcr is None else f"{rep.fcr:.3f} ({rep.false_claims}/{rep.claims})"
+    if rep.fcr is not None:
+        fcr = f"{rep.fcr:.3f} ({rep.verified_false}/{rep.verified_claims} verified claims)"
+    else:
+        fcr = "n/a (no run claimed success)" if not rep.claims else "n/a (no claim could be verified)"
     fh = "n/a (no run with visible and holdout results)" if rep.fcr_holdout is None else f"{rep.fcr_holdout:.3f} ({rep.holdout_false_completions}/{rep.gated})"
-    con.print(f"runs {rep.runs}   claimed success {rep.claims}   false-completion rate {fcr}   holdout-flag rate {fh}")
+    con.print(f"runs {rep.runs}   claimed success {rep.claims}: verified true {rep.verified_true}, verified false {rep.verified_false}, "
+              f"unverifiable {rep.unverifiable}")
+    con.print(f"false-completion rate {fcr}   holdout-flag rate {fh}")
     d = rep.to_dict()
     if d["cost_usd"] is not None:
         cps = "n/a" if d["cost_per_success_usd"] is None else f"${d['cost_per_success_usd']:.4f}"

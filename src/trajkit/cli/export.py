@@ -111,7 +111,8 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
     readable at SRC or an output that cannot be written.
     """
     from ..atomic import OutputError
-    from ..export.convert import convert, convert_many, find_runs
+    from ..corpus import discover
+    from ..export.convert import convert, convert_many
     from ..model import ReadOptions
 
     kw = dict(passthrough=not no_passthrough, secrets=list(secrets), redact_home=redact_home, redact_secrets=redact_secrets)
@@ -119,7 +120,7 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
     if format_name is None and Path(src).is_dir():
         with LiveProgress() as bar:
             bar.status(f"finding runs under {src}")
-            runs = find_runs(Path(src))
+            runs = [r.path for r in discover([src])]
             if len(runs) != 1 or runs[0] != Path(src):
                 # A directory holding many runs: convert each, one combined report.
                 if not runs:

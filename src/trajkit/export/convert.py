@@ -222,44 +222,6 @@ def convert(
     return res
 
 
-def find_runs(path: Path, max_depth: int = 3) -> list[Path]:
-    """The runs under a directory that is not itself a run: the sessions a
-    format lists (``Format.find_sessions``), else the sub-paths (up to
-    ``max_depth`` deep) that detect as the root of a run."""
-    from ..registry import detect, formats
-
-    det = detect(path)
-    if det.format is not None:
-        return [path]
-    found: list[Path] = []
-    for fmt in formats():
-        if fmt.find_sessions is not None:
-            try:
-                found.extend(Path(p) for p in fmt.find_sessions(path))
-            except OSError:
-                continue
-    seen = {p.resolve() for p in found}
-
-    def walk(d: Path, depth: int) -> None:
-        try:
-            children = sorted(d.iterdir())
-        except OSError:
-            return
-        for c in children:
-            if c.name.startswith(".") or any(str(c.resolve()).startswith(str(s) + os.sep) or c.resolve() == s for s in seen):
-                continue
-            m = detect(c)
-            if m.format is not None and m.match is not None and Path(m.match.root).resolve() == c.resolve():
-                found.append(c)
-                seen.add(c.resolve())
-            elif c.is_dir() and depth < max_depth:
-                walk(c, depth + 1)
-
-    if path.is_dir():
-        walk(path, 1)
-    return sorted(dict.fromkeys(found))
-
-
 def convert_many(
     runs: list[Path],
     target: str,

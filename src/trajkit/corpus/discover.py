@@ -1,0 +1,158 @@
+"""The one walk that finds runs under paths, for every verb that takes many.
+
+``convert DIR`` and ``fcr DIR`` (and any later batch verb) call
+:func:`discover`, so they see the same runs: a path that detection reads as a
+run is that run; under a directory, the sessions a format lists itself
+(``Format.find_sessions``) and every file or directory that detects as the
+root of a run (a single-file run such as a flat export or a rollout trace
+included), up to :data:`MAX_DEPTH` levels down. Relative and absolute paths
+find the same runs: roots are compared resolved, and the runs are named in
+the caller's form (``runs/a`` under ``runs``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable
+
+#: How many directory levels below a given path the walk looks.
+MAX_DEPTH = 8
+
+RUN = "run"
+CERTIFICATE = "certificate"
+
+
+@dataclass(frozen=True, slots=True)
+class RunRef:
+    """A run (or, when asked for, a certificate file) found under a given path."""
+
+    path: Path
+    kind: str = RUN  # "run" | "certificate"
+    format: str | None = None
+    given: str = ""  # the path it was found under, as the caller wrote it
+
+
+def _looks_like_certificate(p: Path) -> bool:
+    if p.suffix != ".json":
+        return False
+    try:
+        with open(p, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b"trajkit.certificate/" in head
+
+
+def _named(found: Path, given: Path, given_abs: Path) -> Path:
+    """``found`` in the caller's form: relative to ``given`` when it lies under it."""
+    try:
+        rel = Path(os.path.abspath(found)).relative_to(given_abs)
+    except ValueError:
+        return found
+    return given / rel if rel.parts else given
+
+
+def _root_is(det, p: Path) -> bool:
+    if det.format is None or det.match is None:
+        return False
+    try:
+        return Path(det.match.root).resolve() == p.resolve()
+    except OSError:
+        return False
+
+
+def discover(
+    paths: Iterable[str | os.PathLike],
+    *,
+    certificates: bool = False,
+    max_depth: int = MAX_DEPTH,
+    on_problem: Callable[[str], None] | None = None,
+) -> list[RunRef]:
+    """The runs under ``paths``, each once, in path order per given path.
+
+    With ``certificates``, trajkit certificate files (``*.json`` holding
+    ``trajkit.certificate/``) are listed too (``kind == "certificate"``).
+    Hidden entries and symlinked directories are not walked; a directory
+    that cannot be listed is reported through ``on_problem`` and skipped.
+    A given path that is itself a run (detection reads it, wherever the
+    run's root is) is returned as it is. Nothing raises on bad paths: a
+    missing path simply yields nothing.
+    """
+    from ..registry import detect, formats
+
+    out: list[list[RunRef]] = []
+    seen: set[str] = set()
+
+    def add(refs: list[RunRef], ref: RunRef) -> None:
+        key = os.path.realpath(ref.path)
+        if key not in seen:
+            seen.add(key)
+            refs.append(ref)
+
+    for raw in paths:
+        given = Path(raw)
+        refs: list[RunRef] = []
+        if not given.exists():
+            out.append(refs)
+            continue
+        if given.is_file() and certificates and _looks_like_certificate(given):
+            add(refs, RunRef(given, CERTIFICATE, None, str(raw)))
+            out.append(refs)
+            continue
+        det = detect(given)
+        if det.format is not None:
+            add(refs, RunRef(given, RUN, det.format.name, str(raw)))
+            out.append(refs)
+            continue
+        if not given.is_dir():
+            out.append(refs)
+            continue
+        given_abs = Path(os.path.abspath(given))
+        claimed: list[str] = []  # resolved roots of sessions a format listed: not walked again
+        for fmt in formats():
+            if fmt.find_sessions is None:
+                continue
+            try:
+                listed = fmt.find_sessions(given)
+            except OSError as e:
+                if on_problem:
+                    on_problem(f"{given}: {fmt.name}: cannot list sessions: {e.strerror or e}")
+                continue
+            for s in listed:
+                p = _named(Path(s), given, given_abs)
+                add(refs, RunRef(p, RUN, fmt.name, str(raw)))
+                claimed.append(os.path.realpath(p))
+
+        def inside_claimed(c: Path) -> bool:
+            r = os.path.realpath(c)
+            return any(r == s or r.startswith(s + os.sep) for s in claimed)
+
+        def walk(d: Path, depth: int) -> None:
+            try:
+                children = sorted(d.iterdir())
+            except OSError as e:
+                if on_problem:
+                    on_problem(f"{d}: cannot list: {e.strerror or e}")
+                return
+            for c in children:
+                if c.name.startswith(".") or inside_claimed(c):
+                    continue
+                is_dir = c.is_dir()
+                if is_dir and c.is_symlink():
+                    continue
+                if not is_dir and certificates and _looks_like_certificate(c):
+                    add(refs, RunRef(c, CERTIFICATE, None, str(raw)))
+                    continue
+                m = detect(c)
+                if _root_is(m, c):
+                    add(refs, RunRef(c, RUN, m.format.name, str(raw)))
+                elif is_dir and depth < max_depth:
+                    walk(c, depth + 1)
+
+        walk(given, 1)
+        refs.sort(key=lambda r: r.path)
+        out.append(refs)
+    return [r for refs in out for r in refs]
+
