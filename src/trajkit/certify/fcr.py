@@ -61,6 +61,7 @@ def claim_check(c: Certificate) -> str | None:
         return VERIFIED_FALSE
     return UNVERIFIABLE
 
+
 @dataclass(slots=True)
 class Item:
     """One thing to count: a certificate file, or a run to certify."""
