@@ -78,10 +78,12 @@ def _status(session: Session) -> tuple[str | None, str]:
     for e in reversed(session.events):
         raw = _d(e.raw)
         if raw.get("kind") == "ConversationStateUpdateEvent":
-            if raw.get("key") == "execution_status" and isinstance(raw.get("value"), str):
+            if raw.get("key") in ("execution_status", "agent_status") and isinstance(raw.get("value"), str):  # agent_status: SDK <= 1.0
                 return raw["value"], f"ConversationStateUpdateEvent {e.id}"
-            if raw.get("key") == "full_state" and isinstance(_d(raw.get("value")).get("execution_status"), str):
-                return raw["value"]["execution_status"], f"ConversationStateUpdateEvent {e.id}"
+            full = _d(raw.get("value")) if raw.get("key") == "full_state" else {}
+            for k in ("execution_status", "agent_status"):
+                if isinstance(full.get(k), str):
+                    return full[k], f"ConversationStateUpdateEvent {e.id}"
     return None, "no execution_status recorded"
 
 

@@ -464,6 +464,20 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
     return summary, by_response
 
 
+#: The conversation status field: ``execution_status`` since SDK 1.0, ``agent_status`` before
+#: (pre-1.0 ``base_state.json`` and ``ConversationStateUpdateEvent`` keys).
+STATUS_KEYS = ("execution_status", "agent_status")
+
+
+def state_status(state: dict[str, Any]) -> str | None:
+    """The conversation's status in a state dict, under its current or its pre-1.0 name."""
+    for k in STATUS_KEYS:
+        v = state.get(k)
+        if isinstance(v, str):
+            return v
+    return None
+
+
 def state_facts(state: StateView) -> dict[str, Any]:
     """The base_state facts consumers need, flat (the whole file stays in ``metadata['state']``)."""
     raw = state.raw
@@ -477,7 +491,7 @@ def state_facts(state: StateView) -> dict[str, Any]:
         "usage_id": state.usage_id,
         "reasoning_effort": state.reasoning_effort,
         "working_dir": state.working_dir,
-        "execution_status": g("execution_status") if isinstance(g("execution_status"), str) else None,
+        "execution_status": state_status(raw),
         "confirmation_policy": cp.get("kind") if isinstance(cp, dict) else None,
         "security_analyzer": sa.get("kind") if isinstance(sa, dict) else None,
         "leaf_event_id": g("leaf_event_id") if isinstance(g("leaf_event_id"), str) else None,
