@@ -179,9 +179,11 @@ def test_strip_heredocs_keeps_the_lines_and_returns_the_bodies():
 
 
 def test_hostile_shell_text_never_raises():
-    for line in ["'unterminated", '"open $(', "$(((", "`", "<<", "cat <<EOF", "echo \\", ">", "2>&", "<(", "$'\\", "${x", ")))((("]:
+    deep = ['"$(' * 3000, "$(" * 3000, '$("' * 3000, "<(" * 3000, "${" * 3000, "$((" * 3000, "`" * 3001]  # nesting: no RecursionError
+    for line in ["'unterminated", '"open $(', "$(((", "`", "<<", "cat <<EOF", "echo \\", ">", "2>&", "<(", "$'\\", "${x", ")))(((", *deep]:
         for c in split_commands(line):
             assert isinstance(c.text, str)
+        strip_heredocs(line)
 
 
 # ---------------------------------------------------------------- through certify

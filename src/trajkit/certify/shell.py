@@ -92,49 +92,47 @@ class _Heredoc:
 
 def _match_close(text: str, i: int, open_: str = "(", close: str = ")") -> int:
     """The index just after the ``close`` matching an ``open_`` already
-    consumed before ``i`` (quotes, escapes and nesting respected); the end of
-    the text when it never closes."""
-    depth, n = 1, len(text)
+    consumed before ``i`` (quotes, escapes, backticks and nesting respected);
+    the end of the text when it never closes. Iterative: hostile nesting
+    depth costs memory, never the Python stack."""
+    opener = {")": "(", "}": "{"}
+    stack = [close]  # what ends each open context: ")" / "}" / '"'
+    n = len(text)
     while i < n:
         c = text[i]
+        top = stack[-1]
         if c == "\\":
             i += 2
+            continue
+        if c == "`":
+            i = _skip_backtick(text, i + 1)
+            continue
+        if top == '"':
+            if c == '"':
+                stack.pop()
+            elif c == "$" and text.startswith("$(", i):
+                stack.append(")")
+                i += 2
+                continue
+            i += 1
             continue
         if c == "'":
             j = text.find("'", i + 1)
             i = n if j < 0 else j + 1
             continue
         if c == '"':
-            i = _skip_dquote(text, i + 1)
+            stack.append('"')
+        elif c == "$" and top != ")" and text.startswith("$(", i):
+            stack.append(")")
+            i += 2
             continue
-        if c == "`":
-            i = _skip_backtick(text, i + 1)
-            continue
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
+        elif c == opener[top]:
+            stack.append(top)
+        elif c == top:
+            stack.pop()
+            if not stack:
                 return i + 1
         i += 1
-    return n
-
-
-def _skip_dquote(text: str, i: int) -> int:
-    """Index after the closing ``"`` of a double-quoted string whose body starts at ``i``."""
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-        elif c == '"':
-            return i + 1
-        elif c == "$" and text.startswith("$(", i):
-            i = _match_close(text, i + 2)
-        elif c == "`":
-            i = _skip_backtick(text, i + 1)
-        else:
-            i += 1
     return n
 
 
