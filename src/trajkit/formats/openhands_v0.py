@@ -163,7 +163,29 @@ def locate(root: Path, probe: Probe | None = None) -> Layout | None:
             return Layout("agent-logs", root, flats, [], meta, probe=probe)
     if "events" in dirs or "event_cache" in dirs:
         return Layout("session-dir", root, [], [root], meta, probe=probe)
+    if "results.json" in files and ("panes" in dirs or "sessions" in dirs) and _is_tb_trial_results(root / "results.json", probe):
+        # a terminal-bench trial with no event stream: its own verdict, panes and recordings only
+        sess_files = probe.scan(root / "sessions")[1] if "sessions" in dirs else set()
+        recs = [root / "sessions" / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sess_files]
+        recs += [root / "panes" / n for n in sorted(probe.scan(root / "panes")[1]) if n.endswith(".txt")] if "panes" in dirs else []
+        recs += [root / "commands.txt"] if "commands.txt" in files else []
+        return Layout("terminal-bench", root, [], [], meta, recs, probe=probe)
     return None
+
+
+#: A terminal-bench trial's own ``results.json`` names the trial and its verdict.
+_TB_TRIAL_KEYS = ("trial_name", "failure_mode", "is_resolved")
+
+
+def _is_tb_trial_results(path: Path, probe: Probe) -> bool:
+    """Whether ``path`` is one terminal-bench trial's ``results.json`` (an
+    object with ``trial_name`` and ``failure_mode`` or ``is_resolved``; the
+    run's aggregate ``results.json`` lists trials under ``results``)."""
+    head = probe.head(path, 1 << 20)
+    if b'"trial_name"' not in head or (b'"failure_mode"' not in head and b'"is_resolved"' not in head):
+        return False
+    value, _ = read_io.load_json(path, 1 << 20)
+    return isinstance(value, dict) and "trial_name" in value and any(k in value for k in _TB_TRIAL_KEYS[1:])
 
 
 _V0_LIST_HEAD = re.compile(rb'\s*\[\s*(?:\]|\{\s*"id"\s*:\s*-?\d)')
@@ -234,6 +256,8 @@ def _root_for(cand: Path, probe: Probe) -> tuple[Path, str, str] | tuple[Path, s
     if lay.kind == "terminal-bench":
         if any(_looks_like_v0_list(p, probe) for p in lay.flat_candidates) or lay.session_dirs:
             return cand, STRONG, "a terminal-bench trial (sessions/)", lay
+        if not lay.flat_candidates:
+            return cand, WEAK, "a terminal-bench trial with no event stream (results.json, panes, recordings)", lay
         return cand, WEAK, "a terminal-bench trial whose sessions/ holds no V0 stream"
     return cand, STRONG, f"a {lay.kind} trial", lay
 
@@ -714,7 +738,8 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
                 events = read_view(d, lay, session, opts)
                 view, view_path = v, d
                 break
-    if FLAT not in present and lay.kind in ("terminal-bench", "harbor"):
+    no_stream = lay.kind == "terminal-bench" and not lay.flat_candidates and not lay.session_dirs
+    if FLAT not in present and lay.kind in ("terminal-bench", "harbor") and not no_stream:
         session.diag("v0.flat-missing", "no flat export (a killed or timed-out run writes none); using " + (view or "no view"), INFO, file=str(lay.root))
     # account for the views not chosen
     for d in lay.session_dirs:
@@ -734,7 +759,12 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
     session.view = view
     session.metadata["view"] = view
     session.metadata["view_path"] = _rel(view_path, lay.root) if view_path else None
-    if view is None:
+    if view is None and no_stream:
+        fm = (session.metadata.get("results") or {}).get("failure_mode") if isinstance(session.metadata.get("results"), dict) else None
+        session.diag("v0.no-event-stream", "a terminal-bench trial with no event stream (results.json, panes and recordings only): "
+                     "there are no steps to count" + (f"; its own verdict: failure_mode {fm}" if isinstance(fm, str) else ""),
+                     WARNING, file=str(lay.root))
+    elif view is None:
         session.diag("v0.no-events", "no view holds any events", ERROR if not present else WARNING, file=str(root))
     session.id = _session_id(lay, view_path)
     session.events = events
