@@ -242,7 +242,8 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     fh = "n/a (no run with visible and holdout results)" if rep.fcr_holdout is None else f"{rep.fcr_holdout:.3f} ({rep.holdout_false_completions}/{rep.gated})"
     con.print(f"runs {rep.runs}   claimed success {rep.claims}: verified true {rep.verified_true}, verified false {rep.verified_false}, "
               f"unverifiable {rep.unverifiable}")
-    con.print(f"false-completion rate {fcr}   holdout-flag rate {fh}")
+    con.print(f"false-completion rate {fcr}")
+    con.print(f"holdout-flag rate {fh}")
     d = rep.to_dict()
     if d["cost_usd"] is not None:
         cps = "n/a" if d["cost_per_success_usd"] is None else f"${d['cost_per_success_usd']:.4f}"
