@@ -38,14 +38,14 @@ PREFIXES = {"sudo", "time", "env", "nohup", "nice", "exec", "command", "builtin"
 @dataclass(slots=True)
 class SimpleCommand:
     """One simple command: its words (quotes removed), the paths it reads and
-    writes, and its text as written (``raw``: quotes, redirections and all)."""
+    writes, and its text as written (``as_written``: quotes, redirections and all)."""
 
     words: list[str]
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     cd: str | None = None
     code: str | None = None  # the program text of ``python -c`` / ``node -e`` / ``bash -c``
-    raw: str | None = None
+    as_written: str | None = None
 
     @property
     def name(self) -> str:
@@ -54,7 +54,7 @@ class SimpleCommand:
     @property
     def text(self) -> str:
         """The command as the agent wrote it (falls back to the words joined)."""
-        return self.raw if self.raw is not None else " ".join(self.words)
+        return self.as_written if self.as_written is not None else " ".join(self.words)
 
 
 # ------------------------------------------------------------------ the lexer
@@ -386,7 +386,7 @@ def _split(text: str, depth: int = 0) -> list[SimpleCommand]:
                 cmds.extend(_split(sub, depth + 1))
         if cur or reads or writes:
             sc = _classify(cur, reads, writes)
-            sc.raw = text[span[0] : span[1]] if span else None
+            sc.as_written = text[span[0] : span[1]] if span else None
             if "/dev/fd/63" in sc.reads:  # a process substitution's pipe, not a file
                 sc.reads = [r for r in sc.reads if r != "/dev/fd/63"]
             cmds.append(sc)
