@@ -100,7 +100,9 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
     SRC may also be a directory holding many runs: each is converted into OUT
     (progress on stderr) and the report covers them all; two runs with the
     same id are both kept (the later one's files get a -2 suffix; the clash is
-    reported as export.id-clash).
+    reported as export.id-clash). Entries directly under SRC that hold no
+    run (formats trajkit does not read, symlinked folders) are listed as
+    skipped, with the reason, on stderr and in --json ("skipped").
 
     Every output is written atomically and checked before the verb returns:
     ASF files are read back and verified, ATIF documents validated with the
@@ -120,7 +122,8 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
     if format_name is None and Path(src).is_dir():
         with LiveProgress() as bar:
             bar.status(f"finding runs under {src}")
-            runs = [r.path for r in discover([src])]
+            skipped: list[dict[str, str]] = []
+            runs = [r.path for r in discover([src], on_skip=lambda p, why: skipped.append({"path": str(p), "reason": why}))]
             if len(runs) != 1 or runs[0] != Path(src):
                 # A directory holding many runs: convert each, one combined report.
                 if not runs:
@@ -145,7 +148,7 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
                 if "validation" in combined:
                     doc["validation"] = combined["validation"]
                 doc.update({"runs": len(runs), "outputs": outputs, "problems": problems, "summary": combined["summary"],
-                            "secrets": combined["secrets"]})
+                            "secrets": combined["secrets"], "skipped": skipped})
                 if clashes:
                     doc["clashes"] = clashes
                 echo_json(doc)
@@ -156,9 +159,12 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
                 click.echo(
                     f"{len(runs)} runs: {t.get('events', 0)} events in {t.get('files', 0)} files, "
                     f"{t.get('events_placed', 0)} placed, {t.get('events_dropped', 0)} dropped; "
-                    f"{len(problems)} problem(s)" + (f"; report: {report_path}" if report_path else ""),
+                    f"{len(problems)} problem(s); {len(skipped)} skipped"
+                    + (f"; report: {report_path}" if report_path else ""),
                     err=True,
                 )
+                for sk in skipped:
+                    click.echo(f"  skipped {sk['path']}: {sk['reason']}", err=True)
                 if not combined["validated"]:
                     click.echo(f"  not validated: {combined['validation']}", err=True)
                 for prob in problems:

@@ -69,6 +69,7 @@ def discover(
     certificates: bool = False,
     max_depth: int = MAX_DEPTH,
     on_problem: Callable[[str], None] | None = None,
+    on_skip: Callable[[Path, str], None] | None = None,
 ) -> list[RunRef]:
     """The runs under ``paths``, each once, in path order per given path.
 
@@ -79,6 +80,10 @@ def discover(
     A given path that is itself a run (detection reads it, wherever the
     run's root is) is returned as it is. Nothing raises on bad paths: a
     missing path simply yields nothing.
+
+    ``on_skip(path, reason)`` hears of every entry directly under a given
+    directory that yielded no run (a file or folder of a format trajkit does
+    not read, a symlinked folder), so a batch verb can say what it left out.
     """
     from ..registry import detect, formats
 
@@ -139,8 +144,11 @@ def discover(
             for c in children:
                 if c.name.startswith(".") or inside_claimed(c):
                     continue
+                before = len(refs)
                 is_dir = c.is_dir()
                 if is_dir and c.is_symlink():
+                    if on_skip and depth == 1:
+                        on_skip(c, "symlinked folder, not followed")
                     continue
                 if not is_dir and certificates and _looks_like_certificate(c):
                     add(refs, RunRef(c, CERTIFICATE, None, str(raw)))
@@ -150,6 +158,10 @@ def discover(
                     add(refs, RunRef(c, RUN, m.format.name, str(raw)))
                 elif is_dir and depth < max_depth:
                     walk(c, depth + 1)
+                if on_skip and depth == 1 and len(refs) == before and not inside_claimed(c):
+                    what = "folder" if is_dir else "file"
+                    on_skip(c, f"no known format: no run found in this {what}"
+                            if is_dir else "no known format")
 
         walk(given, 1)
         refs.sort(key=lambda r: r.path)
