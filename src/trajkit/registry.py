@@ -17,8 +17,19 @@ A format whose ``sniff`` or ``read`` raises does not take trajkit down: the
 exception becomes a diagnostic naming the format (``detect.sniff-failed``,
 ``read.format-failed``).
 
-Formats register by listing ``module:attribute`` in :data:`BUILTIN_FORMATS`;
-modules are imported on first use so the CLI starts fast.
+A format also *declares* what else it can do (its on-disk views, listing,
+what the model saw, its model calls, its tool table, its example runs); the
+verbs dispatch on those attributes (:func:`formats_that_can`), never on a
+format's name or on what its module happens to define.
+
+Every format, built-in or third-party, comes through one door: the
+``trajkit.formats`` entry-point group (:data:`ENTRY_POINT_GROUP`), whose
+entries name a :class:`Format` object as ``module:attribute``. Entry points
+are listed without importing anything; a format's module is imported the
+first time detection or a verb needs it. A plugin that cannot be imported
+(``format.plugin-failed``), that clashes on a name (``format.duplicate-name``)
+or that raises in ``sniff`` or ``read`` becomes a diagnostic naming the
+plugin, never a crash.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import glob
 import importlib
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -38,12 +50,20 @@ from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
 from .reading.probe import Probe, logical_abspath
 
-#: Built-in formats, as ``module:attribute`` of a :class:`Format`.
-BUILTIN_FORMATS: list[str] = [
-    "trajkit.formats.openhands_v0:FORMAT",
-    "trajkit.formats.rollout_trace:FORMAT",
-    "trajkit.formats.openhands_sdk:FORMAT",
-]
+#: The entry-point group every format is loaded from (``importlib.metadata``).
+ENTRY_POINT_GROUP = "trajkit.formats"
+
+#: The built-in formats, as ``name -> module:attribute``. They are declared as
+#: entry points in trajkit's own ``pyproject.toml`` and load through the same
+#: door as plugins; this table is only the fallback for a built-in whose entry
+#: point is missing (running from a source tree that was never installed, or
+#: an install made before the entry points existed). Keep it equal to
+#: ``[project.entry-points."trajkit.formats"]``.
+BUILTIN_FORMATS: dict[str, str] = {
+    "openhands-v0": "trajkit.formats.openhands_v0:FORMAT",
+    "rollout-trace": "trajkit.formats.rollout_trace:FORMAT",
+    "openhands-sdk": "trajkit.formats.openhands_sdk:FORMAT",
+}
 
 #: How many parent directories above the given path detection looks at.
 MAX_ANCESTORS = 6
@@ -67,16 +87,49 @@ class Match:
 
 @dataclass(frozen=True)
 class Format:
-    """A native format: how to recognise it and how to read it.
+    """A native format: how to recognise it, how to read it, and what else it
+    declares it can do.
 
-    ``sniff(probe, candidate, fingerprint)`` gets the detection's shared
-    :class:`~trajkit.reading.probe.Probe` and a candidate path whose fingerprint
-    matched, and returns a :class:`Match` (whose root may be an ancestor,
-    e.g. the trial directory around a session directory) or None. It should
-    look at the disk only through ``probe``.
-    ``read(root, options)`` returns a :class:`Session` and never raises on
-    bad data. ``find_sessions(root)``, when given, lists the session roots
-    under a directory holding many.
+    Required:
+
+    - ``sniff(probe, candidate, fingerprint)`` gets the detection's shared
+      :class:`~trajkit.reading.probe.Probe` and a candidate path whose
+      fingerprint matched, and returns a :class:`Match` (whose root may be an
+      ancestor, e.g. the trial directory around a session directory) or None.
+      It should look at the disk only through ``probe``.
+    - ``read(root, options)`` returns a :class:`Session` and never raises on
+      bad data.
+
+    Declared capabilities (None / empty when the format cannot; verbs check
+    the attribute, never the format's name or its module):
+
+    - ``find_sessions(root, diagnostics=None) -> list[Path]``: the session
+      roots under a directory holding many (``convert DIR``, ``ls``);
+      problems met while walking are appended to ``diagnostics``.
+    - ``summarize(root, max_file_bytes) -> dict``: one listing row for
+      ``trajkit ls`` without a full read. Keys every row has: ``id``,
+      ``path``, ``title``, ``status``, ``events``, ``model``, ``cost``,
+      ``updated``, ``subagents``, ``diagnostics`` (a list of
+      ``Diagnostic.to_dict()``); any other key rides along into ``--json``.
+    - ``views(root) -> list[str]``: the on-disk views present in the run,
+      each readable with ``ReadOptions(view=...)`` (``steps --all-views``).
+    - ``context(session, at=None) -> list[dict]``: what the model saw, one
+      entry per model call: ``{"llm_response_id", "event_id", "messages"}``
+      (OpenAI chat messages), plus ``"logged"`` when the record also kept
+      the request as sent (``context --check`` compares them). Raises
+      :class:`~trajkit.model.TrajkitError` when the run does not allow it.
+      A format declaring ``context`` also makes ASF ``request_hash`` a
+      checkable claim.
+    - ``model_calls(session) -> list[(call, event_id, line)]``: every
+      captured model call normalized (the RL call record: request messages,
+      tools, output ids, logprobs, prompt ids) with the event and line it
+      came from; ``trajkit turns`` derives training turns from these.
+    - ``tools``: the harness's tool table (tool name -> op and rendering),
+      or None.
+    - ``examples``: small runs shipped with the format, as absolute paths
+      (build them from the module's ``__file__``; a plugin ships its own as
+      package data). The conformance suite (``tests/conformance``) runs
+      every check over each of them.
     """
 
     name: str
@@ -85,7 +138,44 @@ class Format:
     priority: int
     sniff: Callable[[Probe, Path, str], Match | None]
     read: Callable[[Path, ReadOptions], Session]
-    find_sessions: Callable[[Path], list[Path]] | None = None
+    find_sessions: Callable[..., list[Path]] | None = None
+    summarize: Callable[[Path, int], dict[str, Any]] | None = None
+    views: Callable[[Path], list[str]] | None = None
+    context: Callable[..., list[dict[str, Any]]] | None = None
+    model_calls: Callable[[Session], list[tuple[Any, Any, Any]]] | None = None
+    tools: Any = None
+    examples: tuple[str, ...] = ()
+
+    def can(self, capability: str) -> bool:
+        """Whether the format declares ``capability`` (a key of :data:`CAPABILITIES`)."""
+        return all(getattr(self, attr) is not None for attr in CAPABILITIES[capability][0])
+
+    def example_paths(self) -> list[Path]:
+        """``examples`` as paths."""
+        return [Path(e) for e in self.examples]
+
+
+#: What a verb needs, as ``capability -> (Format attributes, what it is for)``.
+CAPABILITIES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ls": (("find_sessions", "summarize"), "list sessions"),
+    "find_sessions": (("find_sessions",), "find the sessions under a directory"),
+    "views": (("views",), "read several on-disk views"),
+    "context": (("context",), "show what the model saw"),
+    "model_calls": (("model_calls",), "give model calls for training turns"),
+    "tools": (("tools",), "name its tool table"),
+}
+
+
+def formats_that_can(capability: str) -> list[str]:
+    """The names of the registered formats declaring ``capability``."""
+    return [f.name for f in formats() if f.can(capability)]
+
+
+def cannot(fmt_name: str, capability: str) -> str:
+    """The sentence a verb prints when format ``fmt_name`` lacks ``capability``."""
+    can = formats_that_can(capability)
+    what = CAPABILITIES[capability][1]
+    return f"{fmt_name} cannot {what}; formats that can: {', '.join(can) if can else 'none installed'}"
 
 
 @dataclass(slots=True)
@@ -134,31 +224,153 @@ class Detection:
         return d
 
 
+@dataclass(frozen=True, slots=True)
+class FormatEntry:
+    """One ``trajkit.formats`` entry point: the format's name, the
+    ``module:attribute`` of its :class:`Format`, and which distribution
+    provided it (``origin``, e.g. ``trajkit-jsonl-demo 0.1.0``)."""
+
+    name: str
+    value: str
+    origin: str
+
+
+_entries: list[FormatEntry] | None = None
+_by_value: dict[str, Format | None] = {}
+_origin_of: dict[str, str] = {}  # format name -> origin, for diagnostics naming the plugin
+_problems: list[Diagnostic] = []
 _loaded: list[Format] | None = None
 
 
+def _problem(code: str, message: str, severity: str = WARNING) -> None:
+    if not any(d.code == code and d.message == message for d in _problems):
+        _problems.append(Diagnostic(code, message, severity))
+
+
+def entries() -> list[FormatEntry]:
+    """The format entry points, deduplicated, in the order they win: the
+    built-ins first, then plugins by distribution name. Nothing is imported.
+
+    Two entries claiming one name: the first wins, and the clash is a
+    ``format.duplicate-name`` problem (:func:`load_problems`).
+    """
+    global _entries
+    if _entries is not None:
+        return _entries
+    order = list(BUILTIN_FORMATS)
+    found: list[tuple[int, str, str, str, str]] = []
+    try:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP):
+            dist = getattr(ep, "dist", None)
+            dname = getattr(dist, "name", None) or "?"
+            origin = f"{dname} {getattr(dist, 'version', '') or ''}".strip()
+            builtin = BUILTIN_FORMATS.get(ep.name) == ep.value and dname.lower() == "trajkit"
+            # built-ins keep their table order; plugins sort by distribution, name, value
+            key = f"{order.index(ep.name):04d}" if builtin else dname.lower()
+            found.append((0 if builtin else 1, key, ep.name, ep.value, origin))
+    except Exception as e:  # broken metadata must not take trajkit down
+        _problem("format.plugin-failed", f"cannot list the {ENTRY_POINT_GROUP} entry points: {type(e).__name__}: {e}", ERROR)
+    found.sort(key=lambda t: t[:4])
+    builtins = [FormatEntry(n, v, o) for b, _, n, v, o in found if b == 0]
+    plugins = [FormatEntry(n, v, o) for b, _, n, v, o in found if b == 1]
+    # Fallback: a built-in missing from the metadata (a source tree never
+    # installed, or an install older than the entry points) is still a built-in.
+    have = {r.name for r in builtins}
+    fallback = [FormatEntry(n, v, "trajkit (built-in)") for n, v in BUILTIN_FORMATS.items() if n not in have]
+    rows = builtins + fallback + plugins
+    out: list[FormatEntry] = []
+    for r in rows:
+        first = next((o for o in out if o.name == r.name), None)
+        if first is None:
+            out.append(r)
+        elif first.value != r.value:
+            _problem(
+                "format.duplicate-name",
+                f"format name {r.name!r} is claimed by {first.origin} ({first.value}) and by {r.origin} ({r.value}); "
+                f"using {first.origin}'s",
+            )
+    _entries = out
+    return out
+
+
+def format_names() -> list[str]:
+    """The names of every format entry point, without importing any format."""
+    return [e.name for e in entries()]
+
+
+def _load(entry: FormatEntry) -> Format | None:
+    if entry.value in _by_value:
+        return _by_value[entry.value]
+    fmt: Format | None = None
+    mod, _, attr = entry.value.partition(":")
+    try:
+        obj = importlib.import_module(mod)
+        for part in attr.split(".") if attr else ():
+            obj = getattr(obj, part)
+        if not isinstance(obj, Format):
+            raise TypeError(f"{entry.value} is a {type(obj).__name__}, not a trajkit Format")
+        fmt = obj
+    except Exception as e:  # a plugin that cannot load is reported, never a crash
+        _problem(
+            "format.plugin-failed",
+            f"format plugin {entry.name!r} from {entry.origin} ({entry.value}) could not be loaded: {type(e).__name__}: {e}",
+            ERROR,
+        )
+    _by_value[entry.value] = fmt
+    if fmt is not None:
+        _origin_of.setdefault(fmt.name, entry.origin)
+    return fmt
+
+
+def load_problems() -> list[Diagnostic]:
+    """What went wrong while loading formats: plugins that failed to import
+    (``format.plugin-failed``) and names claimed twice (``format.duplicate-name``)."""
+    return list(_problems)
+
+
+def origin(name: str) -> str:
+    """Which distribution provided the format ``name`` (for messages)."""
+    return _origin_of.get(name, "?")
+
+
 def formats() -> list[Format]:
-    """Every registered format, highest priority first."""
+    """Every registered format, highest priority first (imports them all)."""
     global _loaded
     if _loaded is None:
-        out = []
-        for spec in BUILTIN_FORMATS:
-            mod, _, attr = spec.partition(":")
-            out.append(getattr(importlib.import_module(mod), attr))
+        out: list[Format] = []
+        for e in entries():
+            f = _load(e)
+            if f is None:
+                continue
+            if any(x.name == f.name for x in out):
+                _problem("format.duplicate-name", f"format name {f.name!r} is defined by two entry points; {e.value} ({e.origin}) ignored")
+                continue
+            out.append(f)
         out.sort(key=lambda f: -f.priority)
         _loaded = out
     return _loaded
 
 
 def register(fmt: Format) -> None:
-    """Add a format at run time (plugins, tests)."""
+    """Add a format at run time (tests, embedding applications)."""
     fs = formats()
     fs[:] = [f for f in fs if f.name != fmt.name] + [fmt]
     fs.sort(key=lambda f: -f.priority)
+    _origin_of[fmt.name] = "register()"
 
 
 def get_format(name: str) -> Format:
-    """The registered format called ``name``."""
+    """The registered format called ``name`` (imports only that one when it
+    has an entry point of its own name)."""
+    if _loaded is None:
+        for e in entries():
+            if e.name == name:
+                f = _load(e)
+                if f is not None and f.name == name:
+                    return f
+                break
     for f in formats():
         if f.name == name:
             return f
@@ -276,6 +488,7 @@ def detect(
     if not probe.exists(p):
         return det
     fmts = [f for f in formats() if only is None or f.name in only]
+    det.diagnostics.extend(load_problems())  # plugins that failed to load, names claimed twice
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
     strong = False
@@ -290,11 +503,14 @@ def detect(
                 try:
                     m = fmt.sniff(probe, cand, fp)
                 except Exception as e:  # a sniff must not take detection down
-                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-error", reason=repr(e)))
+                    det.considered.append(
+                        Candidate(fmt.name, fmt.priority, cs, fp, "sniff-error", reason=f"{origin(fmt.name)}: {e!r}")
+                    )
                     det.diagnostics.append(
                         Diagnostic(
                             "detect.sniff-failed",
-                            f"format {fmt.name!r}: its sniff raised {type(e).__name__}: {e}; the format was skipped here",
+                            f"format {fmt.name!r} (from {origin(fmt.name)}): its sniff raised {type(e).__name__}: {e}; "
+                            "the format was skipped here",
                             WARNING,
                             file=cs,
                         )
@@ -330,14 +546,18 @@ def detect(
 
 
 def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
-    """``fmt.read``, with an exception turned into a Session that says so."""
+    """``fmt.read``, with an exception (a reader bug, a plugin's) turned into
+    a Session that says so and names the plugin."""
     try:
-        return fmt.read(root, options)
+        session = fmt.read(root, options)
+        if not isinstance(session, Session):
+            raise TypeError(f"read returned a {type(session).__name__}, not a Session")
+        return session
     except Exception as e:  # a reader must not take the caller down
         session = Session(format=fmt.name, source_path=str(root))
         session.diag(
             "read.format-failed",
-            f"format {fmt.name!r}: its reader raised {type(e).__name__}: {e}; nothing was read",
+            f"format {fmt.name!r} (from {origin(fmt.name)}): its reader raised {type(e).__name__}: {e}; nothing was read",
             ERROR,
             file=str(root),
         )
@@ -366,7 +586,9 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     options = options or ReadOptions()
     p = _abs_path(path)
     if format is not None:
-        return _read_with(get_format(format), p, options)
+        session = _read_with(get_format(format), p, options)
+        session.diagnostics.extend(load_problems())
+        return session
     det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
         if not os.path.exists(p):

@@ -93,18 +93,15 @@ def check_step_count(session: Session, expected: int) -> None:
 def steps_per_view(root: str, format_name: str, options: ReadOptions | None = None) -> dict[str, Any]:
     """The step count under every on-disk view the run has.
 
-    Formats with several views expose ``views_present(root)``; each present
+    Formats with several views declare ``Format.views(root)``; each present
     view is read on its own. Formats with one view report just it.
     """
     from .registry import get_format
-    import importlib
 
     fmt = get_format(format_name)
     options = options or ReadOptions()
-    mod = importlib.import_module(fmt.read.__module__)
-    views_present = getattr(mod, "views_present", None)
     out: dict[str, Any] = {}
-    names = views_present(Path(root)) if views_present else [None]
+    names = fmt.views(Path(root)) if fmt.views is not None else [None]
     for name in names:
         opts = ReadOptions(max_file_bytes=options.max_file_bytes, view=name, tz=options.tz)
         s = fmt.read(Path(root), opts)

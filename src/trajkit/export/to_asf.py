@@ -31,7 +31,6 @@ the RFC recommends (UUIDv5 under the nil namespace over
 
 from __future__ import annotations
 
-import importlib
 import json
 import re
 import uuid
@@ -143,24 +142,16 @@ def subsession_uuid(parent_id: str, call_id: str, n: int = 0) -> str:
 
 
 def _rebuildable(session: Session) -> bool:
-    """Whether the reader can rebuild each request from the path (it exposes
-    ``rebuild_context``), so ``request_hash`` is a checkable claim. A reader
-    that says otherwise for this run (``metadata["context_rebuildable"]``,
+    """Whether the format can rebuild each request from the path (it declares
+    the ``context`` capability), so ``request_hash`` is a checkable claim. A
+    reader that says otherwise for this run (``metadata["context_rebuildable"]``,
     e.g. an SDK ACPAgent whose model ran elsewhere) wins."""
     flag = session.metadata.get("context_rebuildable")
     if isinstance(flag, bool):
         return flag
     from ..registry import formats
 
-    for f in formats():
-        if f.name == session.format:
-            mod = importlib.import_module(f.read.__module__)
-            if hasattr(mod, "rebuild_context"):
-                return True
-            pkg = mod.__name__.rpartition(".")[0]
-            if pkg and hasattr(importlib.import_module(pkg), "rebuild_context"):
-                return True
-    return False
+    return any(f.name == session.format and f.can("context") for f in formats())
 
 
 def _usage_to_openresponses(u: Usage | None) -> dict[str, Any] | None:

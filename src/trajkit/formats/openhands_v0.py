@@ -1080,4 +1080,6 @@ FORMAT = Format(
     priority=40,
     sniff=sniff,
     read=read,
+    views=views_present,
+    examples=(str(Path(__file__).parent / "fixtures" / "openhands-v0" / "basic.json"),),
 )

@@ -530,6 +530,18 @@ def _task_text(value: Any) -> str | None:
     return None
 
 
+def model_calls(session: Session) -> list[tuple[ModelCall, Any, Any]]:
+    """Every captured call of the session, parsed and classified (agent turn,
+    title call, ...), with its event id and line: the ``model_calls``
+    capability ``trajkit turns`` derives training turns from."""
+    out = []
+    for e in session.events:
+        if isinstance(e.type, str) and e.type.startswith("model_call") and isinstance(e.raw, dict):
+            out.append((parse_call(e.raw, len(out)), e.id, e.ref.line_start if e.ref else None))
+    classify([c for c, _, _ in out])
+    return out
+
+
 FORMAT = Format(
     name=NAME,
     description="Captured model calls of an agent rollout (capture-proxy trace.json / trace.jsonl)",
@@ -537,4 +549,6 @@ FORMAT = Format(
     priority=40,
     sniff=sniff,
     read=read,
+    model_calls=model_calls,
+    examples=(str(Path(__file__).parent / "fixtures" / "rollout-trace" / "rollout"),),
 )

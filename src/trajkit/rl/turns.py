@@ -26,7 +26,7 @@ from typing import Any, Callable
 from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ..jsonio import dumps_python
 from ..model import Session, TrajkitError, Turn
-from .calls import AGENT, ModelCall, classify, parse_call
+from .calls import AGENT, ModelCall
 
 #: Tool-call markup a hermes / Qwen style template wraps each call in.
 DEFAULT_TOOL_CALL_MARKERS = ("<tool_call>", "</tool_call>")
@@ -189,13 +189,14 @@ def _reward_of(summary: Any) -> tuple[Any, str | None]:
 
 
 def _calls_of(session: Session) -> list[tuple[ModelCall, Any, Any]]:
-    """Every captured call of the session, parsed, with its event id and line."""
-    out = []
-    for e in session.events:
-        if isinstance(e.type, str) and e.type.startswith("model_call") and isinstance(e.raw, dict):
-            out.append((parse_call(e.raw, len(out)), e.id, e.ref.line_start if e.ref else None))
-    classify([c for c, _, _ in out])
-    return out
+    """Every captured call of the session, parsed, with its event id and line:
+    what the session's format declares as its ``model_calls``."""
+    from ..registry import cannot, get_format
+
+    fmt = get_format(session.format)
+    if fmt.model_calls is None:
+        raise TrajkitError(f"{session.source_path}: read as {session.format}; {cannot(session.format, 'model_calls')}")
+    return fmt.model_calls(session)
 
 
 def derive_turns(

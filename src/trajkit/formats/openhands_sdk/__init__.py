@@ -34,15 +34,14 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | None:
     return Match(root, fingerprint, WEAK, "agent-server meta.json without base_state.json")
 
 
-FORMAT = Format(
-    name=FORMAT_NAME,
-    description="OpenHands software-agent-sdk (V1) conversation directory: base_state.json + events/event-<idx>-<id>.json",
-    fingerprints=("base_state.json", "events/event-*.json", "meta.json", "event-*.json"),
-    priority=50,
-    sniff=sniff,
-    read=read,
-    find_sessions=find_sessions,
-)
+def summarize(root, max_file_bytes: int = 1 << 30) -> dict:
+    """A conversation's ``trajkit ls`` row (see :func:`.reader.summarize`),
+    with the common ``status`` key set to its execution status."""
+    from .reader import summarize as _summarize
+
+    row = _summarize(root, max_file_bytes)
+    row.setdefault("status", row.get("execution_status"))
+    return row
 
 
 def rebuild_context(session_or_path, at=None):
@@ -53,4 +52,18 @@ def rebuild_context(session_or_path, at=None):
     return _rc(session_or_path, at=at)
 
 
-__all__ = ["FORMAT", "read", "find_sessions", "conversation_dir", "rebuild_context", "is_conversation_dir", "sniff"]
+FORMAT = Format(
+    name=FORMAT_NAME,
+    description="OpenHands software-agent-sdk (V1) conversation directory: base_state.json + events/event-<idx>-<id>.json",
+    fingerprints=("base_state.json", "events/event-*.json", "meta.json", "event-*.json"),
+    priority=50,
+    sniff=sniff,
+    read=read,
+    find_sessions=find_sessions,
+    summarize=summarize,
+    context=rebuild_context,
+    examples=(str(Path(__file__).resolve().parent.parent / "fixtures" / "openhands-sdk" / "cd94562403b9487ebdd4018e3f531dfd"),),
+)
+
+
+__all__ = ["FORMAT", "read", "find_sessions", "summarize", "conversation_dir", "rebuild_context", "is_conversation_dir", "sniff"]
