@@ -228,7 +228,7 @@ class Detection:
 class FormatEntry:
     """One ``trajkit.formats`` entry point: the format's name, the
     ``module:attribute`` of its :class:`Format`, and which distribution
-    provided it (``origin``, e.g. ``trajkit-jsonl-demo 0.1.0``)."""
+    provided it (``origin``, its name and version, e.g. ``trajkit 0.1.0``)."""
 
     name: str
     value: str

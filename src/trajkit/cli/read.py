@@ -41,6 +41,8 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
     from ..registry import detect
 
     det = detect(path, exhaustive=why)
+    for d in det.problems:  # formats that failed to load, names claimed twice
+        click.echo(str(d), err=True)
     if as_json:
         echo_json(det.to_dict())
     else:
