@@ -144,3 +144,61 @@ def test_listing_entry_points_imports_no_format(tmp_path):
     assert h.returncode == 0
     imported = [line.rsplit("|", 1)[-1].strip() for line in h.stderr.splitlines() if line.startswith("import time:")]
     assert not [m for m in imported if m.startswith("trajkit.formats") or m == "importlib.metadata"], imported
+
+
+CAPABLE = '''
+import json
+from pathlib import Path
+from trajkit import Event, Session
+from trajkit.registry import Format, Match
+
+def sniff(candidate, fingerprint):
+    return Match(candidate, fingerprint, "strong", "an .echo file") if candidate.is_file() else None
+
+def read(root, options):
+    s = Session(format="echo", source_path=str(root), id=Path(root).stem)
+    for n, line in enumerate(Path(root).read_text().splitlines(), 1):
+        s.events.append(Event(n, "message", "line", line, role="user", text=line))
+    return s
+
+def find_sessions(root, diagnostics=None):
+    root = Path(root)
+    return sorted(root.rglob("*.echo")) if root.is_dir() else [root]
+
+def summarize(root, max_file_bytes):
+    lines = Path(root).read_text().splitlines()
+    return {"id": Path(root).stem, "path": str(root), "title": lines[0], "status": "done", "events": len(lines),
+            "model": "echo-1", "cost": None, "updated": None, "subagents": 0, "diagnostics": []}
+
+def context(session, at=None):
+    return [{"llm_response_id": f"echo-{e.id}", "event_id": e.id, "messages": [{"role": "user", "content": e.text}]}
+            for e in session.events if at is None or e.id == at]
+
+FORMAT = Format(name="echo", description="lines", fingerprints=("*.echo",), priority=30, sniff=sniff, read=read,
+                find_sessions=find_sessions, summarize=summarize, context=context)
+'''
+
+
+def test_ls_and_context_dispatch_to_any_format_that_declares_them(tmp_path):
+    """A plugin declaring find_sessions/summarize and context gets `ls` and `context` without any trajkit change."""
+    site = tmp_path / "site"
+    dist(site, "echo-plugin", {"echo": "echo_plugin:FORMAT"}, {"echo_plugin": CAPABLE})
+    runs = tmp_path / "runs"
+    (runs / "deep").mkdir(parents=True)
+    (runs / "a.echo").write_text("first task\nsecond line\n")
+    (runs / "deep" / "b.echo").write_text("other task\n")
+    p = trajkit(site, "ls", runs, "--json")
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [(r["format"], r["id"], r["events"], r["title"]) for r in rows] == [
+        ("echo", "a", 2, "first task"), ("echo", "b", 1, "other task")]
+    p = trajkit(site, "ls", runs)
+    assert p.returncode == 0 and "first task" in p.stdout and "other task" in p.stdout
+    p = trajkit(site, "context", runs / "a.echo", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == [
+        {"llm_response_id": "echo-1", "event_id": 1, "messages": [{"role": "user", "content": "first task"}]},
+        {"llm_response_id": "echo-2", "event_id": 2, "messages": [{"role": "user", "content": "second line"}]},
+    ]
+    p = trajkit(site, "context", EXAMPLE_V0)
+    assert p.returncode == 2 and "formats that can: openhands-sdk, echo" in p.stderr

@@ -33,8 +33,20 @@ def size_option(f):
     )(f)
 
 
+class FormatOption(click.Option):
+    """``--format``, whose help lists the known formats (entry-point names,
+    looked up only when the help is shown; no format module is imported)."""
+
+    def get_help_record(self, ctx: click.Context):
+        from ..registry import format_names
+
+        self.help = f"Read as this format instead of detecting it: {', '.join(format_names())}."
+        return super().get_help_record(ctx)
+
+
 def format_option(f):
-    return click.option("--format", "format_name", default=None, help="Read as this format instead of detecting it.")(f)
+    return click.option("--format", "format_name", cls=FormatOption, default=None, metavar="NAME",
+                        help="Read as this format instead of detecting it.")(f)
 
 
 def tz_option(f):
@@ -57,8 +69,12 @@ def fail(message: str, code: int = EXIT_CANNOT_RUN) -> None:
 
 def load_session(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30, **opts: Any) -> Session:
     """Read a session for a verb, exiting with a clear message when nothing can be read."""
+    import os
+
     from ..registry import read, root_for
 
+    if not os.path.exists(path):
+        fail(f"{path}: no such file or directory")
     try:
         if format_name is not None:
             # a named format reads without detection; a path inside the run

@@ -122,6 +122,8 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
             sys.exit(EXIT_OK)
     if run is None:
         fail("missing RUN (a run trajkit reads), unless --snapshot is given")
+    if not os.path.exists(run):
+        fail(f"{run}: no such file or directory")
     crit = None
     if criteria:
         doc, diags = load_json(criteria)
@@ -190,6 +192,9 @@ def fcr_cmd(paths, as_json, jobs, workspace, protect, history, out_dir, format_n
     from ..certify import CertifyOptions
     from ..certify.fcr import certify_many, expand, report
 
+    for p in paths:
+        if not os.path.exists(p):
+            fail(f"{p}: no such file or directory")
     opts = CertifyOptions(workspace=workspace, protect=_split_globs(protect), format=format_name, max_file_bytes=max_file_bytes,
                           history_forbidden=history == "forbidden")
     bad: list = []

@@ -15,6 +15,7 @@ from ._common import (
     LiveProgress,
     echo_json,
     fail,
+    format_option,
     load_session,
     redaction_options,
     warn_secrets,
@@ -90,7 +91,7 @@ def echo_text(obj) -> str:
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None, help="Write the loss report (JSON) here.")
 @redaction_options
 @click.option("--no-passthrough", is_flag=True, help="Leave raw native events out of the output (the report lists their members).")
-@click.option("--format", "format_name", default=None, help="Read as this format instead of detecting it.")
+@format_option
 @click.option("--max-file-bytes", type=int, default=1 << 30, show_default=True, help="Files larger than this are reported, not read.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (outputs, counts, checks) on stdout.")
 def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, redact_home, no_passthrough, format_name,

@@ -1,8 +1,10 @@
 """The reading verbs: ``detect`` (which format a path holds), ``steps`` (the
 steps at benchmark granularity), ``show`` (a readable transcript),
-``normalize`` (CodeTracer ``steps.json``/``task.md``), ``ls`` (the OpenHands
-SDK conversations under a directory) and ``context`` (what the model saw on
-each call of an SDK conversation)."""
+``normalize`` (CodeTracer ``steps.json``/``task.md``), ``ls`` (the sessions
+under a directory) and ``context`` (what the model saw on each call). ``ls``
+and ``context`` work for every format that declares ``find_sessions`` +
+``summarize`` or ``context``; on a run of a format that does not, they exit 2
+saying which formats can."""
 
 from __future__ import annotations
 
@@ -64,7 +66,7 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
 # ---------------------------------------------------------------- steps
 
 @click.command("steps")
-@click.argument("path", type=click.Path(exists=True))
+@click.argument("path", type=click.Path(exists=False))
 @format_option
 @tz_option
 @size_option
@@ -126,7 +128,7 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
 # ---------------------------------------------------------------- show
 
 @click.command("show")
-@click.argument("path", type=click.Path(exists=True))
+@click.argument("path", type=click.Path(exists=False))
 @format_option
 @tz_option
 @size_option
@@ -144,7 +146,7 @@ def show_cmd(path, format_name, tz, max_file_bytes, view, width):
 # ---------------------------------------------------------------- normalize
 
 @click.command("normalize")
-@click.argument("path", type=click.Path(exists=True))
+@click.argument("path", type=click.Path(exists=False))
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Directory to write steps.json and task.md into.")
 @format_option
 @tz_option
@@ -178,34 +180,56 @@ def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, redact_s
     warn_secrets(done.secrets)
 
 
-# ---------------------------------------------------------------- ls, context (OpenHands SDK)
+# ---------------------------------------------------------------- ls, context (every format that declares them)
 
 @click.command("ls")
 @click.argument("root", type=click.Path(exists=False))
-@click.option("--json", "as_json", is_flag=True, help="A JSON array, one object per conversation.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array, one object per session (with its format).")
+@format_option
 @size_option
-def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
-    """List the OpenHands SDK conversations under ROOT: a directory of
-    conversations (~/.openhands/conversations), a directory above several,
-    one conversation, or a file inside one. Sub-agents are counted with
-    their parent, not listed."""
-    from ..diagnostics import Diagnostic
-    from ..formats.openhands_sdk import find_sessions
-    from ..formats.openhands_sdk.reader import summarize
+def ls_cmd(root: str, as_json: bool, format_name: str | None, max_file_bytes: int) -> None:
+    """List the sessions under ROOT, for every format that can list them
+    (OpenHands SDK conversations: ~/.openhands/conversations, a directory
+    above several, one conversation, or a file inside one). Sub-agents are
+    counted with their parent, not listed."""
+    import os
 
-    diags: list[Diagnostic] = []
-    roots = find_sessions(root, diags)
-    if any(d.code == "sdk.root-missing" for d in diags):
+    from ..diagnostics import ERROR, Diagnostic
+    from ..model import DetectionError
+    from ..registry import cannot, detect, formats, formats_that_can, get_format, origin
+
+    if format_name:
+        try:
+            fmts = [get_format(format_name)]
+        except DetectionError as e:
+            fail(str(e))
+        if not fmts[0].can("ls"):
+            fail(f"{root}: {cannot(format_name, 'ls')}")
+    else:
+        fmts = [f for f in formats() if f.can("ls")]
+    if not os.path.exists(root):
         fail(f"{root}: no such file or directory")
+    diags: list[Diagnostic] = []
+    found = []
+    for f in fmts:
+        try:
+            found += [(f, r) for r in f.find_sessions(root, diags)]
+        except Exception as e:  # a plugin's lister must not take ls down
+            diags.append(Diagnostic("format.read-error", f"listing {f.name} sessions (from {origin(f.name)}) raised "
+                                    f"{type(e).__name__}: {e}", ERROR, file=os.path.abspath(root)))
+    if not found and not format_name:
+        det = detect(root)
+        if det.format is not None and not det.format.can("ls"):
+            fail(f"{root}: read as {det.format.name}; {cannot(det.format.name, 'ls')}")
     rows = []
     progress = None
-    if len(roots) > 50 and sys.stderr.isatty():
+    if len(found) > 50 and sys.stderr.isatty():
         progress = _progress(None, console(stderr=True))
         progress.start()
-        task = progress.add_task("reading conversations", total=len(roots))
+        task = progress.add_task("reading sessions", total=len(found))
     try:
-        for r in roots:
-            rows.append(summarize(r, max_file_bytes))
+        for f, r in found:
+            rows.append({"format": f.name, **f.summarize(r, max_file_bytes)})
             if progress is not None:
                 progress.advance(task)
     finally:
@@ -217,7 +241,7 @@ def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
         echo_json(rows)
         return
     if not rows:
-        click.echo(f"no OpenHands SDK conversations under {root}", err=True)
+        click.echo(f"no sessions under {root} (formats that list sessions: {', '.join(formats_that_can('ls')) or 'none'})", err=True)
         return
     from rich.table import Table
 
@@ -229,52 +253,60 @@ def ls_cmd(root: str, as_json: bool, max_file_bytes: int) -> None:
     for r in rows:
         t.add_row(
             str(r["id"]),
-            r["title"] or "",
-            r["execution_status"] or "?",
-            str(r["events"]),
-            r["model"] or "",
-            "" if r["cost"] is None else f"{r['cost']:.4f}",
-            r["updated"] or "",
-            str(r["subagents"]) if r["subagents"] else "",
+            r.get("title") or "",
+            r.get("status") or "?",
+            "?" if r.get("events") is None else str(r["events"]),
+            r.get("model") or "",
+            "" if r.get("cost") is None else f"{r['cost']:.4f}",
+            r.get("updated") or "",
+            str(r["subagents"]) if r.get("subagents") else "",
         )
     con.print(t)
     for r in rows:
-        for d in r["diagnostics"]:
+        for d in r.get("diagnostics") or []:
             click.echo(f"{d['severity']}[{d['code']}] {d.get('file', '')}: {d['message']}", err=True)
 
 
 @click.command("context")
-@click.argument("conv", type=click.Path(exists=True))
+@click.argument("conv", type=click.Path(exists=False))
 @click.option("--at", "at", default=None, help="Only the call that produced this event (or, for another event, a call made right after it).")
 @click.option("--recursive", "-r", is_flag=True, help="Also the calls of sub-agent conversations (entries gain conversation_id).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array of {llm_response_id, event_id, messages}.")
 @click.option("--width", type=int, default=200, show_default=True, help="Cut long texts to this many characters in the text view (0: never).")
-@click.option("--check", is_flag=True, help="Compare with the requests the agent server logged (LLMCompletionLogEvent); exit 1 on a difference.")
+@click.option("--check", is_flag=True, help="Compare with the requests the record also logged (the SDK's LLMCompletionLogEvent); exit 1 on a difference.")
 @format_option
 @size_option
 def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width: int, check: bool, format_name: str | None, max_file_bytes: int) -> None:
-    """Print the chat messages the SDK sent to the model on each agent LLM
-    call of the conversation CONV, rebuilt from its events (active branch,
-    condensations replayed, parallel actions grouped, observations formatted
-    as the SDK formats them)."""
-    from ..formats.openhands_sdk.context import ContextUnavailable, rebuild_context
+    """Print the chat messages the model was sent on each agent LLM call of
+    the run CONV, for every format that declares what the model saw. For an
+    OpenHands SDK conversation they are rebuilt from its events (active
+    branch, condensations replayed, parallel actions grouped, observations
+    formatted as the SDK formats them)."""
+    import os
 
-    session = load_session(conv, format_name or "openhands-sdk", max_file_bytes, steps=False)
-    if session.format != "openhands-sdk":
-        fail(f"{conv}: read as {session.format}; `context` needs an OpenHands SDK conversation")
+    from ..model import DetectionError
+    from ..registry import cannot, formats_that_can, get_format, read
+
+    if not os.path.exists(conv):
+        fail(f"{conv}: no such file or directory")
+    try:
+        session = read(conv, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, steps=False))
+    except (DetectionError, TrajkitError) as e:
+        fail(f"{e}; formats that can show what the model saw: {', '.join(formats_that_can('context'))}")
+    fmt = get_format(session.format)
+    if not fmt.can("context"):
+        fail(f"{conv}: read as {session.format}; {cannot(session.format, 'context')}")
     entries = []
     try:
         sessions = list(session.walk()) if recursive else [session]
         for s in sessions:
             if at is not None and s.event_by_id(at) is None:
                 continue
-            for e in rebuild_context(s, at=at):
+            for e in fmt.context(s, at=at):
                 if recursive:
                     e = {"conversation_id": s.id, **e}
                 entries.append(e)
-    except ContextUnavailable as e:
-        fail(str(e), EXIT_CANNOT_RUN)
-    except TrajkitError as e:
+    except TrajkitError as e:  # the run does not allow it (e.g. an SDK ACPAgent), or an unknown --at
         fail(str(e), EXIT_CANNOT_RUN)
     if at is not None and not entries:
         fail(f"no event {at!r} in {conv}")

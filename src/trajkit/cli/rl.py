@@ -8,12 +8,12 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, load_session, out_console, size_option
+from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, format_option, out_console, size_option
 from ._common import progress as progress_bar
 
 
 @click.command("turns")
-@click.argument("rollouts", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("rollouts", nargs=-1, required=True, type=click.Path(exists=False))
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(exists=True), default=None,
               help="Local tokenizer directory (tokenizer.json + tokenizer_config.json with a chat_template). "
                    "Needed unless the trace captured prompt ids.")
@@ -26,9 +26,11 @@ from ._common import progress as progress_bar
 @click.option("--reward", type=float, default=None, help="The rollout's reward (overrides summary.json).")
 @click.option("--json", "as_json", is_flag=True, help="Print summary, dropped calls and diagnostics (and the turns, without --out) as JSON.")
 @click.option("--strict", is_flag=True, help="Exit 1 when a capture check warns (lost tokens, missing logprobs, drift).")
+@format_option
 @size_option
-def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward, as_json, strict, max_file_bytes):
-    """Derive training turns from the rollout trace(s) at ROLLOUTS.
+def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward, as_json, strict, format_name, max_file_bytes):
+    """Derive training turns from the rollout trace(s) at ROLLOUTS (runs of
+    any format that declares its model calls, such as rollout traces).
 
     Keeps the agent's own calls (the first system message of the first
     tool-enabled call), takes output ids and logprobs exactly as captured, and
@@ -38,7 +40,7 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
     with named rollouts (rollouts/<id>/) stands for each of them.
     """
     from ..jsonio import dumps
-    from ..model import TrajkitError
+    from ..model import ReadOptions, TrajkitError
 
     tokenizer = None
     try:
@@ -53,19 +55,42 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
     except ImportError as e:  # pragma: no cover - depends on the install
         fail(f"turns need the rl extra (pip install 'trajkit[rl]'): {e}")
 
+    import os
+
+    from ..model import DetectionError
+    from ..registry import cannot, formats_that_can, get_format, read
     from ..rl.turns import rollout_paths
 
+    for path in rollouts:
+        if not os.path.exists(path):
+            fail(f"{path}: no such file or directory")
+    if format_name:
+        try:
+            get_format(format_name)
+        except DetectionError as e:
+            fail(str(e))
     rollouts = [str(p) for r in rollouts for p in rollout_paths(r)]  # a proxy's named rollouts, one by one
     results, sessions, skipped = [], [], []
+    can = ", ".join(formats_that_can("model_calls"))
     with _Progress(len(rollouts)) as progress:
         for path in rollouts:
-            session = load_session(path, "rollout-trace", max_file_bytes)
-            if not any(e.type.startswith("model_call") for e in session.events):
-                for d in session.diagnostics:
-                    click.echo(str(d), err=True)
+            why = session = None
+            try:
+                session = read(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
+            except (DetectionError, TrajkitError) as e:
+                why = f"{e}; no captured model calls to derive turns from (formats that give model calls: {can})"
+            else:
+                fmt = get_format(session.format)
+                if not fmt.can("model_calls"):
+                    why = f"{path}: read as {session.format}; {cannot(session.format, 'model_calls')}"
+                elif not fmt.model_calls(session):
+                    for d in session.diagnostics:
+                        click.echo(str(d), err=True)
+                    why = f"{path}: no captured model calls to derive turns from"
+            if why is not None:
                 if len(rollouts) == 1:
-                    fail(f"{path}: no captured model calls to derive turns from")
-                click.echo(f"trajkit: {path}: no captured model calls to derive turns from; skipped", err=True)
+                    fail(why)
+                click.echo(f"trajkit: {why}; skipped", err=True)
                 skipped.append(path)
                 continue
             try:
@@ -182,7 +207,7 @@ def _print_turns(result) -> None:
 @click.command("proxy")
 @click.option("--upstream", required=True, help="Base URL of the OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Rollout directory; records are appended to OUT/trace.jsonl.")
-@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (keep the loopback unless the agent runs elsewhere).")
 @click.option("--port", type=int, default=0, show_default=True, help="Port to listen on (0: any free port; see OUT/proxy.json).")
 @click.option("--top-logprobs", type=int, default=5, show_default=True, help="Alternatives per token to ask the upstream for.")
 @click.option("--vllm/--no-vllm", default=True, show_default=True,

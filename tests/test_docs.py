@@ -1,0 +1,60 @@
+"""Every verb has help, every option says what it does, every verb is
+documented, and ``--format`` names the formats (sqlite-utils' test_docs)."""
+
+from __future__ import annotations
+
+import re
+
+import click
+import pytest
+
+from trajkit import registry
+from trajkit.cli import main
+
+from conftest import REPO
+
+CTX = click.Context(main)
+VERBS = main.list_commands(CTX)
+
+
+def _command(name: str) -> click.Command:
+    cmd = main.get_command(CTX, name)
+    assert cmd is not None, name
+    return cmd
+
+
+def _docs() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))])
+
+
+def test_the_verbs_are_all_here():
+    assert {"detect", "steps", "show", "normalize", "ls", "context", "convert", "verify", "certify", "fcr", "turns", "proxy"} <= set(VERBS)
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_verb_has_help(verb):
+    cmd = _command(verb)
+    assert (cmd.help or "").strip(), f"`trajkit {verb}` has no help text"
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_every_option_has_help(verb):
+    cmd = _command(verb)
+    with click.Context(cmd, info_name=verb, parent=CTX) as ctx:
+        for p in cmd.get_params(ctx):
+            if isinstance(p, click.Option) and p.name != "help":
+                # the option's own words, not just the "[default: ...]" click adds
+                assert (p.help or "").strip(), f"`trajkit {verb}` option {'/'.join(p.opts)} has no help text"
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_verb_is_documented(verb):
+    assert re.search(rf"trajkit {re.escape(verb)}\b", _docs()), f"`trajkit {verb}` appears in neither README.md nor docs/*.md"
+
+
+@pytest.mark.parametrize("verb", [v for v in VERBS if any(getattr(p, "name", None) == "format_name" for p in _command(v).params)])
+def test_format_help_lists_the_known_formats(verb, cli):
+    p = cli(verb, "--help", check=True)
+    text = " ".join(p.stdout.split())
+    for name in registry.format_names():
+        assert name in text, f"`trajkit {verb} --help` does not name the format {name}"
