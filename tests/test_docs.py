@@ -58,3 +58,18 @@ def test_format_help_lists_the_known_formats(verb, cli):
     text = " ".join(p.stdout.split())
     for name in registry.format_names():
         assert name in text, f"`trajkit {verb} --help` does not name the format {name}"
+
+
+def test_adding_a_format_shows_the_real_plugin():
+    """Every code block of docs/adding-a-format.md (but the console ones) is a
+    verbatim part of examples/format-plugin, so the walk-through cannot drift
+    from the plugin that tests/test_format_plugin.py installs and runs."""
+    doc = (REPO / "docs" / "adding-a-format.md").read_text(encoding="utf-8")
+    sources = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "examples" / "format-plugin").rglob("*")
+                        if p.is_file() and p.suffix in (".py", ".toml", ".jsonl"))
+    blocks = re.findall(r"```(python|toml|json)\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 8
+    for lang, block in blocks:
+        assert block in sources, f"a {lang} block of adding-a-format.md is not in the plugin:\n{block}"
+    for verb in ("detect", "steps", "convert", "verify", "certify"):
+        assert f"$ trajkit {verb} " in doc
