@@ -97,8 +97,10 @@ def test_unreadable_trajectory_is_still_written(cli, tmp_path, green):
     doc = _cert(cli("certify", empty, "--json", "--out", out))
     assert doc["state"] == "FailedUnverifiable" and doc["reason"].startswith("unreadable trajectory")
     assert json.loads(out.read_text())["state"] == "FailedUnverifiable"
-    doc = _cert(cli("certify", tmp_path / "missing", "--json"))
-    assert doc["reason"].startswith("unreadable trajectory")
+    # a path that does not exist is a could-not-run (issue 14 item 1), not a certificate
+    p = cli("certify", tmp_path / "missing", "--json")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == f"trajkit: {tmp_path / 'missing'}: no such file or directory"
 
 
 def test_missing_results_fail_closed(cli, tmp_path, green):
