@@ -41,11 +41,6 @@ KNOWN_LAZY_EDGES: dict[tuple[str, str], str] = {
         "registry is fully initialised before it loads a format, so this is no ordering trap; entry "
         "points (issue 9, item 3) keep the same shape."
     ),
-    ("trajkit.steps", "trajkit.registry"): (
-        "steps.steps_per_view (a reading concern left in steps.py for now) asks the registry for the "
-        "format, whose reader renders its steps with trajkit.steps. It goes when steps_per_view "
-        "becomes a declared Format capability (issue 9, item 2)."
-    ),
 }
 
 _BY_NAME = re.compile(r"^(trajkit(?:\.[A-Za-z_][A-Za-z0-9_]*)*)(?::[A-Za-z_][A-Za-z0-9_]*)?$")

@@ -14,7 +14,8 @@ from trajkit import registry
 from trajkit.formats import openhands_v0 as v0
 from trajkit.model import DetectionError, ReadOptions, StepCountMismatch
 from trajkit.reading.probe import Probe
-from trajkit.steps import check_step_count, render_action, steps_per_view
+from trajkit.registry import steps_per_view
+from trajkit.steps import check_step_count, render_action
 
 from conftest import CORPUS, run_cli
 

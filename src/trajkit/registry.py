@@ -266,7 +266,7 @@ def entries() -> list[FormatEntry]:
             dist = getattr(ep, "dist", None)
             dname = getattr(dist, "name", None) or "?"
             origin = f"{dname} {getattr(dist, 'version', '') or ''}".strip()
-            builtin = BUILTIN_FORMATS.get(ep.name) == ep.value and dname.lower() == "trajkit"
+            builtin = BUILTIN_FORMATS.get(ep.name) == ep.value and dname.lower() == __package__  # trajkit's own dist
             # built-ins keep their table order; plugins sort by distribution, name, value
             key = f"{order.index(ep.name):04d}" if builtin else dname.lower()
             found.append((0 if builtin else 1, key, ep.name, ep.value, origin))
@@ -615,3 +615,26 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
             )
         )
     return session
+
+
+def steps_per_view(root: str | os.PathLike, format_name: str, options: ReadOptions | None = None) -> dict[str, Any]:
+    """The step count under every on-disk view the run at ``root`` has
+    (``trajkit steps --all-views``).
+
+    A format with several views declares ``Format.views(root)``; each present
+    view is read on its own. A format with one view reports just it.
+    """
+    fmt = get_format(format_name)
+    options = options or ReadOptions()
+    out: dict[str, Any] = {}
+    names = fmt.views(Path(root)) if fmt.views is not None else [None]
+    for name in names:
+        opts = ReadOptions(max_file_bytes=options.max_file_bytes, view=name, tz=options.tz)
+        s = _read_with(fmt, Path(root), opts)
+        out[s.view or name or "default"] = {
+            "step_count": len(s.steps),
+            "event_count": len(s.events),
+            "path": s.metadata.get("view_path"),
+            "actions_without_observation": s.metadata.get("actions_without_observation", []),
+        }
+    return out

@@ -20,11 +20,10 @@ CLI's ``steps`` verb and the gate use the rest (CodeTraceBench labels live in
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable
 
 from .jsonio import dumps_python
-from .model import ReadOptions, Session, StepCountMismatch
+from .model import Session, StepCountMismatch
 from .vocab.openhands import V0_TOOLS
 
 #: ``json.dumps(obj, ensure_ascii=False)``, byte for byte (one C encoder, built once).
@@ -88,27 +87,3 @@ def check_step_count(session: Session, expected: int) -> None:
     """Raise :class:`StepCountMismatch` unless the session has ``expected`` steps."""
     if len(session.steps) != expected:
         raise StepCountMismatch(expected, len(session.steps), session.view, session.source_path)
-
-
-def steps_per_view(root: str, format_name: str, options: ReadOptions | None = None) -> dict[str, Any]:
-    """The step count under every on-disk view the run has.
-
-    Formats with several views declare ``Format.views(root)``; each present
-    view is read on its own. Formats with one view report just it.
-    """
-    from .registry import get_format
-
-    fmt = get_format(format_name)
-    options = options or ReadOptions()
-    out: dict[str, Any] = {}
-    names = fmt.views(Path(root)) if fmt.views is not None else [None]
-    for name in names:
-        opts = ReadOptions(max_file_bytes=options.max_file_bytes, view=name, tz=options.tz)
-        s = fmt.read(Path(root), opts)
-        out[s.view or name or "default"] = {
-            "step_count": len(s.steps),
-            "event_count": len(s.events),
-            "path": s.metadata.get("view_path"),
-            "actions_without_observation": s.metadata.get("actions_without_observation", []),
-        }
-    return out

@@ -84,7 +84,9 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
     session = load_session(path, format_name, max_file_bytes, view=view, tz=tz)
     per_view = None
     if all_views:
-        per_view = steps_mod.steps_per_view(session.source_path, session.format, ReadOptions(max_file_bytes=max_file_bytes))
+        from ..registry import steps_per_view
+
+        per_view = steps_per_view(session.source_path, session.format, ReadOptions(max_file_bytes=max_file_bytes))
     row = None
     if ctb_row:
         from ..bench.ctb import apply_ctb_labels, load_manifest_row

@@ -99,7 +99,7 @@ def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) ->
 
 def print_steps_table(session: Session, per_view: dict[str, Any] | None = None, width: int = 80) -> None:
     """``session``'s steps table (see :func:`draw_steps_table`); ``per_view``
-    is :func:`trajkit.steps.steps_per_view`'s report, when measured."""
+    is :func:`trajkit.registry.steps_per_view`'s report, when measured."""
     draw_steps_table(steps_table(session, per_view), width)
 
 

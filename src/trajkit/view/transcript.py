@@ -290,7 +290,7 @@ def _step_node(s: Step, prefix: str) -> StepNode:
 
 def steps_table(session: Session, views: dict[str, Any] | None = None) -> StepsTable:
     """The steps of ``session`` as ``trajkit steps`` lists them. ``views``
-    is the per-view report of :func:`trajkit.steps.steps_per_view` (or view
+    is the per-view report of :func:`trajkit.registry.steps_per_view` (or view
     -> step count), when the caller measured it."""
     steps = [_step_node(s, "") for s in session.steps]
     return StepsTable(_header(session, views, (None, None)), steps, any(s.labels for s in session.steps))
