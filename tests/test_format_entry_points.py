@@ -202,3 +202,28 @@ def test_ls_and_context_dispatch_to_any_format_that_declares_them(tmp_path):
     ]
     p = trajkit(site, "context", EXAMPLE_V0)
     assert p.returncode == 2 and "formats that can: openhands-sdk, echo" in p.stderr
+
+
+def test_fast_entry_point_scan_agrees_with_importlib_metadata(tmp_path):
+    """The registry reads entry_points.txt itself (importing importlib.metadata costs more than a
+    detection); it must find what importlib.metadata finds, plugins on PYTHONPATH included."""
+    site = tmp_path / "site"
+    dist(site, "twin-b", {"twin": "twin_b:FORMAT"}, {})
+    dist(site, "Odd.Name_Plugin", {"odd": "odd_mod:FORMAT [extra]", "odd2": "odd_mod:OTHER"}, {})
+    # the same distribution twice on the path: the first one wins, as in importlib.metadata
+    shadow = tmp_path / "shadow"
+    dist(shadow, "twin-b", {"twin": "shadowed:FORMAT"}, {})
+    code = (
+        "import json; from importlib.metadata import entry_points; from trajkit import registry\n"
+        "fast = sorted(registry._entry_points('trajkit.formats'))\n"
+        "slow = sorted((e.name, e.value, registry._dist_name(e.dist.name), e.dist.version) for e in entry_points(group='trajkit.formats'))\n"
+        "print(json.dumps([fast, slow]))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                       env={**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{shadow}"})
+    assert p.returncode == 0, p.stderr
+    fast, slow = json.loads(p.stdout)
+    assert fast == slow
+    assert ["odd", "odd_mod:FORMAT [extra]", "odd-name-plugin", "0.1"] in fast
+    assert ["twin", "twin_b:FORMAT", "twin-b", "0.1"] in fast and not any(v == "shadowed:FORMAT" for _, v, _, _ in fast)
+    assert {n for n, _, d, _ in fast if d == "trajkit"} == {"openhands-v0", "rollout-trace", "openhands-sdk"}

@@ -50,7 +50,8 @@ from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
 from .reading.probe import Probe, logical_abspath
 
-#: The entry-point group every format is loaded from (``importlib.metadata``).
+#: The entry-point group every format is loaded from (entry points as packaging
+#: and ``importlib.metadata`` define them; see :func:`_entry_points`).
 ENTRY_POINT_GROUP = "trajkit.formats"
 
 #: The built-in formats, as ``name -> module:attribute``. They are declared as
@@ -247,6 +248,69 @@ def _problem(code: str, message: str, severity: str = WARNING) -> None:
         _problems.append(Diagnostic(code, message, severity))
 
 
+def _dist_name(name: str) -> str:
+    """A distribution name as PEP 503 normalizes it (``Trajkit_JSONL.demo`` -> ``trajkit-jsonl-demo``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _entry_points(group: str) -> list[tuple[str, str, str, str]]:
+    """``(name, value, distribution, version)`` of every entry point in
+    ``group``: what ``importlib.metadata.entry_points(group=...)`` returns,
+    read straight from the ``*.dist-info`` / ``*.egg-info`` folders on
+    ``sys.path`` (the first distribution of a name wins, as there).
+
+    Importing :mod:`importlib.metadata` (zipfile, email, csv) costs more CPU
+    than a whole detection, and every reading verb needs the entry points, so
+    the common case reads ``entry_points.txt`` itself. A ``sys.path`` entry
+    that is not a directory (a zip) sends the whole lookup to
+    :mod:`importlib.metadata`; ``tests/test_format_entry_points.py`` checks
+    both give the same answer.
+    """
+    if any(p and os.path.isfile(p) for p in sys.path):
+        from importlib.metadata import entry_points
+
+        out = []
+        for ep in entry_points(group=group):
+            dist = getattr(ep, "dist", None)
+            out.append((ep.name, ep.value, _dist_name(getattr(dist, "name", None) or "?"), getattr(dist, "version", "") or ""))
+        return out
+    out: list[tuple[str, str, str, str]] = []
+    seen: set[str] = set()
+    for entry in sys.path:
+        base = entry or "."
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for folder in names:
+            if not folder.endswith((".dist-info", ".egg-info")):
+                continue
+            stem = folder.rsplit(".", 1)[0]
+            dname, _, version = stem.partition("-")
+            dname = _dist_name(dname)
+            if dname in seen:  # a later copy of an installed distribution is shadowed
+                continue
+            try:
+                with open(os.path.join(base, folder, "entry_points.txt"), encoding="utf-8") as f:
+                    text = f.read()
+            except OSError:
+                if os.path.isdir(os.path.join(base, folder)):
+                    seen.add(dname)
+                continue
+            seen.add(dname)
+            section = None
+            for line in text.splitlines():
+                line = line.strip()
+                if not line or line[0] in "#;":
+                    continue
+                if line.startswith("[") and line.endswith("]"):
+                    section = line[1:-1].strip()
+                elif section == group and "=" in line:
+                    name, _, value = line.partition("=")
+                    out.append((name.strip(), value.strip(), dname, version.split("-", 1)[0]))
+    return out
+
+
 def entries() -> list[FormatEntry]:
     """The format entry points, deduplicated, in the order they win: the
     built-ins first, then plugins by distribution name. Nothing is imported.
@@ -260,16 +324,12 @@ def entries() -> list[FormatEntry]:
     order = list(BUILTIN_FORMATS)
     found: list[tuple[int, str, str, str, str]] = []
     try:
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            dist = getattr(ep, "dist", None)
-            dname = getattr(dist, "name", None) or "?"
-            origin = f"{dname} {getattr(dist, 'version', '') or ''}".strip()
-            builtin = BUILTIN_FORMATS.get(ep.name) == ep.value and dname.lower() == __package__  # trajkit's own dist
+        for name, value, dname, version in _entry_points(ENTRY_POINT_GROUP):
+            origin = f"{dname} {version}".strip()
+            builtin = BUILTIN_FORMATS.get(name) == value and dname == __package__  # trajkit's own distribution
             # built-ins keep their table order; plugins sort by distribution, name, value
-            key = f"{order.index(ep.name):04d}" if builtin else dname.lower()
-            found.append((0 if builtin else 1, key, ep.name, ep.value, origin))
+            key = f"{order.index(name):04d}" if builtin else dname
+            found.append((0 if builtin else 1, key, name, value, origin))
     except Exception as e:  # broken metadata must not take trajkit down
         _problem("format.plugin-failed", f"cannot list the {ENTRY_POINT_GROUP} entry points: {type(e).__name__}: {e}", ERROR)
     found.sort(key=lambda t: t[:4])
@@ -304,7 +364,7 @@ def _load(entry: FormatEntry) -> Format | None:
     if entry.value in _by_value:
         return _by_value[entry.value]
     fmt: Format | None = None
-    mod, _, attr = entry.value.partition(":")
+    mod, _, attr = entry.value.split("[", 1)[0].strip().partition(":")  # "module:attr [extras]"
     try:
         obj = importlib.import_module(mod)
         for part in attr.split(".") if attr else ():
