@@ -249,7 +249,7 @@ def _problem(code: str, message: str, severity: str = WARNING) -> None:
 
 
 def _dist_name(name: str) -> str:
-    """A distribution name as PEP 503 normalizes it (``Trajkit_JSONL.demo`` -> ``trajkit-jsonl-demo``)."""
+    """A distribution name as PEP 503 normalizes it (``Some_Plugin.x`` -> ``some-plugin-x``)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
