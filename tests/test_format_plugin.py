@@ -66,7 +66,9 @@ def expected(sample) -> dict:
             action = args["command"] if c["tool"] == "shell" else f"{c['tool']}({json.dumps(args, ensure_ascii=False)})"
             steps.append({"tool_type": c["tool"], "action": action, "observation": r["output"], "thinking": c.get("thought")})
     task = next(r for r in recs if r["type"] == "task")
-    return {"events": len(recs), "steps": steps, "task": task["text"], "id": task["id"], "calls": len(calls)}
+    end = next(r for r in recs if r["type"] == "end")
+    return {"events": len(recs), "steps": steps, "task": task["text"], "id": task["id"], "calls": len(calls),
+            "end_status": end["status"]}
 
 
 def test_adding_the_plugin_touches_no_trajkit_file():
@@ -136,6 +138,8 @@ def test_certify(site, sample, expected):
     assert c["state"] in TERMINAL_STATES
     assert c["run"]["format"] == "jsonl-demo"
     assert (c["run"]["events"], c["run"]["steps"]) == (expected["events"], len(expected["steps"]))
+    # the end line's status is the run's own claim, read through Session.outcome
+    assert c["claimed_success"] is (expected["end_status"] == "success")
 
 
 def test_conformance_suite_covers_the_plugin(site):

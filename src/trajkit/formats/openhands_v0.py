@@ -1081,5 +1081,6 @@ FORMAT = Format(
     sniff=sniff,
     read=read,
     views=views_present,
+    tools=V0_TOOLS,
     examples=(str(Path(__file__).parent / "fixtures" / "openhands-v0" / "basic.json"),),
 )

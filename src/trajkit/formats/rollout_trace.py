@@ -550,5 +550,6 @@ FORMAT = Format(
     sniff=sniff,
     read=read,
     model_calls=model_calls,
+    tools=OPENCODE_TOOLS,
     examples=(str(Path(__file__).parent / "fixtures" / "rollout-trace" / "rollout"),),
 )

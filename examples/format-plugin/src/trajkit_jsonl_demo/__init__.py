@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from trajkit import Event, ReadOptions, Ref, Session, SourceFile, Step, ToolCall
+from trajkit.model import Outcome
 from trajkit.registry import STRONG, Format, Match
 from trajkit.steps import render_action
 
@@ -125,7 +126,10 @@ def read(root: Path, options: ReadOptions) -> Session:
                 _add_step(session, action, ev)
         elif kind == "end":
             ev = Event(n, "state", "end", rec, source="agent", text=_text(rec.get("text")), ref=ref)
-            session.metadata["end"] = {"status": rec.get("status"), "text": rec.get("text")}
+            status = rec.get("status") if isinstance(rec.get("status"), str) else None
+            # the harness's own end signal: what certify weighs against the evidence
+            session.outcome = Outcome(reached_end=True, status=status, signal=f"end line: {status}",
+                                      claimed_success=status == "success", evidence=[{"file": path, "line": n}])
         else:  # unknown record types ride along as events
             ev = Event(n, "other", str(kind), rec, ref=ref)
         session.events.append(ev)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Format, Match
+from ...vocab.openhands import SDK_TOOLS
 from .layout import EVENT_NAME, conversation_dir, find_sessions, is_conversation_dir
 from .reader import FORMAT_NAME, read
 
@@ -62,6 +63,7 @@ FORMAT = Format(
     find_sessions=find_sessions,
     summarize=summarize,
     context=rebuild_context,
+    tools=SDK_TOOLS,
     examples=(str(Path(__file__).resolve().parent.parent / "fixtures" / "openhands-sdk" / "cd94562403b9487ebdd4018e3f531dfd"),),
 )
 
