@@ -35,13 +35,7 @@ EXCLUDED_FILES = ("model.py", "registry.py")
 
 #: (module path under src/trajkit, a text on the flagged line) -> why it is allowed for now, and who removes it.
 ALLOWED: dict[tuple[str, str], str] = {
-    ("rl/turns.py", "e.raw"): "turns re-parse the captured model call from the rollout record; goes when Format.model_calls "
-    "hands over normalized calls (capabilities)",
-    ("rl/turns.py", 'format="rollout-trace"'): "turns read a path as a rollout trace; goes with Format.model_calls dispatch (capabilities)",
-    ("cli/rl.py", '"rollout-trace"'): "the turns verb is wired to rollout traces; goes with Format.model_calls dispatch (capabilities)",
-    ("cli/read.py", '"openhands-sdk"'): "ls/context are wired to SDK conversations; go with declared listing/context capabilities (capabilities)",
-    ("export/to_asf.py", "f.name == session.format"): "_rebuildable finds the session's Format to look for rebuild_context by hasattr; "
-    "goes when Format declares what the model saw (capabilities)",
+    # empty: turns, ls, context and ASF's request_hash claim dispatch on declared Format capabilities
 }
 
 

@@ -149,9 +149,13 @@ def _rebuildable(session: Session) -> bool:
     flag = session.metadata.get("context_rebuildable")
     if isinstance(flag, bool):
         return flag
-    from ..registry import formats
+    from ..model import DetectionError
+    from ..registry import get_format
 
-    return any(f.name == session.format and f.can("context") for f in formats())
+    try:
+        return get_format(session.format).can("context")
+    except DetectionError:  # a session of a format no longer registered
+        return False
 
 
 def _usage_to_openresponses(u: Usage | None) -> dict[str, Any] | None:

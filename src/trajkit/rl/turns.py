@@ -223,7 +223,7 @@ def derive_turns(
     if not isinstance(rollout, Session):
         from ..registry import read
 
-        rollout = read(rollout, format="rollout-trace")
+        rollout = read(rollout)  # any format that declares model_calls (see _calls_of)
     session = rollout
     if isinstance(tokenizer, (str, os.PathLike)):
         tokenizer = load_tokenizer(tokenizer)
