@@ -29,7 +29,7 @@ from trajkit.registry import Format, Match
 
 NAME = {name!r}
 
-def sniff(candidate, fingerprint):
+def sniff(probe, candidate, fingerprint):
     if not candidate.is_file():
         return None
     if candidate.name.startswith("sniff-raises"):
@@ -77,7 +77,7 @@ def test_plugin_that_fails_to_import_is_a_diagnostic(tmp_path):
     assert p.stdout.startswith("openhands-v0\t")
     assert "format.plugin-failed" in p.stderr and "broken-plugin 0.1" in p.stderr and "needs libfoo" in p.stderr
     j = json.loads(trajkit(site, "detect", EXAMPLE_V0, "--json").stdout)
-    (prob,) = j["problems"]
+    (prob,) = j["diagnostics"]
     assert prob["code"] == "format.plugin-failed" and "broken_plugin:FORMAT" in prob["message"]
     s = json.loads(trajkit(site, "steps", EXAMPLE_V0, "--json").stdout)
     assert s["step_count"] == json.loads((EXAMPLE_V0 / "EXPECTED.json").read_text())["expected_step_count"]
@@ -105,7 +105,7 @@ def test_plugin_raising_in_sniff_or_read_is_a_diagnostic_naming_it(tmp_path):
     assert s.returncode == 0, s.stderr
     assert "Traceback" not in s.stderr
     doc = json.loads(s.stdout)
-    (d,) = [d for d in doc["diagnostics"] if d["code"] == "format.read-error"]
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "read.format-failed"]
     assert d["severity"] == "error" and "boom-plugin 0.1" in d["message"] and "read exploded on read-raises.boom" in d["message"]
     assert (doc["format"], doc["step_count"]) == ("boom", 0)
 
@@ -122,7 +122,7 @@ def test_two_plugins_claiming_one_name_first_wins_and_is_reported(tmp_path):
         d = json.loads(p.stdout)
         (m,) = [c for c in d["considered"] if c["outcome"] == "match"]
         assert (m["format"], m["priority"]) == ("twin", 32)  # twin-a sorts first
-        msgs = [x["message"] for x in d["problems"] if x["code"] == "format.duplicate-name"]
+        msgs = [x["message"] for x in d["diagnostics"] if x["code"] == "format.duplicate-name"]
         assert any("'twin'" in x and "twin-a 0.1" in x and "twin-b 0.1" in x for x in msgs), msgs
         assert any("'openhands-v0'" in x and "usurper 0.1" in x and "using trajkit" in x for x in msgs), msgs
     s = json.loads(trajkit(site, "steps", EXAMPLE_V0, "--json").stdout)
@@ -152,7 +152,7 @@ from pathlib import Path
 from trajkit import Event, Session
 from trajkit.registry import Format, Match
 
-def sniff(candidate, fingerprint):
+def sniff(probe, candidate, fingerprint):
     return Match(candidate, fingerprint, "strong", "an .echo file") if candidate.is_file() else None
 
 def read(root, options):

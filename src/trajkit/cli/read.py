@@ -43,7 +43,7 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
     from ..registry import detect
 
     det = detect(path, exhaustive=why)
-    for d in det.problems:  # formats that failed to load, names claimed twice
+    for d in det.diagnostics:  # formats that failed to load, names claimed twice, sniffs that raised
         click.echo(str(d), err=True)
     if as_json:
         echo_json(det.to_dict())
@@ -217,7 +217,7 @@ def ls_cmd(root: str, as_json: bool, format_name: str | None, max_file_bytes: in
         try:
             found += [(f, r) for r in f.find_sessions(root, diags)]
         except Exception as e:  # a plugin's lister must not take ls down
-            diags.append(Diagnostic("format.read-error", f"listing {f.name} sessions (from {origin(f.name)}) raised "
+            diags.append(Diagnostic("read.format-failed", f"listing {f.name} sessions (from {origin(f.name)}) raised "
                                     f"{type(e).__name__}: {e}", ERROR, file=os.path.abspath(root)))
     if not found and not format_name:
         det = detect(root)
@@ -287,12 +287,13 @@ def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width
     import os
 
     from ..model import DetectionError
-    from ..registry import cannot, formats_that_can, get_format, read
+    from ..registry import cannot, formats_that_can, get_format, read, root_for
 
     if not os.path.exists(conv):
         fail(f"{conv}: no such file or directory")
     try:
-        session = read(conv, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, steps=False))
+        root = root_for(conv, format_name) if format_name else conv  # a path inside the run finds its root
+        session = read(root, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, steps=False))
     except (DetectionError, TrajkitError) as e:
         fail(f"{e}; formats that can show what the model saw: {', '.join(formats_that_can('context'))}")
     fmt = get_format(session.format)

@@ -58,7 +58,7 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
     import os
 
     from ..model import DetectionError
-    from ..registry import cannot, formats_that_can, get_format, read
+    from ..registry import cannot, formats_that_can, get_format, read, root_for
     from ..rl.turns import rollout_paths
 
     for path in rollouts:
@@ -76,7 +76,8 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
         for path in rollouts:
             why = session = None
             try:
-                session = read(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
+                root = root_for(path, format_name) if format_name else path  # a path inside the run finds its root
+                session = read(root, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
             except (DetectionError, TrajkitError) as e:
                 why = f"{e}; no captured model calls to derive turns from (formats that give model calls: {can})"
             else:

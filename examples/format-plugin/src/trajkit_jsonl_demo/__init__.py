@@ -40,20 +40,13 @@ HERE = Path(__file__).resolve().parent
 SINGLE_ARGUMENT = {"shell": "command"}
 
 
-def _first_line(path: Path, limit: int = 65536) -> bytes:
-    try:
-        with open(path, "rb") as f:
-            return f.readline(limit)
-    except OSError:
-        return b""
-
-
-def sniff(candidate: Path, fingerprint: str) -> Match | None:
-    """Claim a file whose first line is this format's task line."""
-    if not candidate.is_file():
+def sniff(probe, candidate: Path, fingerprint: str) -> Match | None:
+    """Claim a file whose first line is this format's task line (``probe``:
+    trajkit's cached view of the disk, shared by every format's sniff)."""
+    if not probe.is_file(str(candidate)):
         return None
     try:
-        first = json.loads(_first_line(candidate))
+        first = json.loads(probe.head(str(candidate), 65536).split(b"\n", 1)[0])
     except (ValueError, RecursionError):
         return None
     if isinstance(first, dict) and first.get("type") == "task" and first.get("format") == NAME:
