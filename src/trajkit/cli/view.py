@@ -141,8 +141,48 @@ def view_cmd(run, out, open_, do_certify, certificate, ctb_row, ctb_id, view, pa
         _open(target)
 
 
+#: How deep under RUN the runs of a directory are looked for.
+MAX_DEPTH = 6
+
+
+def find_runs(root: str, on_problem=None) -> list[str]:
+    """The runs under the directory ``root``: each directory a reader detects
+    as a run's root (not looked into further), and each ``.json`` /
+    ``.jsonl`` file detected as a single-file run. Hidden entries and
+    symbolic links are not followed."""
+    from ..registry import detect
+
+    out: list[str] = []
+
+    def is_root(p: Path) -> bool:
+        det = detect(p)
+        return det.format is not None and det.match is not None and Path(det.match.root) == p
+
+    def visit(p: Path, depth: int) -> None:
+        if p.is_file():
+            if p.suffix in (".json", ".jsonl") and is_root(p):
+                out.append(str(p))
+            return
+        if depth > 0 and is_root(p):
+            out.append(str(p))
+            return
+        if depth >= MAX_DEPTH:
+            return
+        try:
+            children = sorted(p.iterdir())
+        except OSError as e:
+            if on_problem:
+                on_problem(f"{p}: cannot list: {e.strerror}")
+            return
+        for c in children:
+            if not c.name.startswith(".") and not c.is_symlink():
+                visit(c, depth + 1)
+
+    visit(Path(root), 0)
+    return out
+
+
 def _view_many(root, out, open_, do_certify, view, page_size, as_json, format_name, tz, max_file_bytes) -> None:
-    from ..certify.fcr import expand
     from ..view.html import render, render_index, slug
     from ..view.transcript import transcript
 
@@ -151,15 +191,14 @@ def _view_many(root, out, open_, do_certify, view, page_size, as_json, format_na
     dest = Path(out)
     if dest.exists() and not dest.is_dir():
         fail(f"--out {out} exists and is no directory")
-    items = [i for i in expand([root], on_problem=lambda m: click.echo(f"trajkit: {m}", err=True)) if i.kind == "run"]
-    items = [i for i in items if Path(i.path).resolve() != Path(root).resolve()]
+    items = find_runs(root, on_problem=lambda m: click.echo(f"trajkit: {m}", err=True))
     if not items:
         fail(f"{root}: no runs found")
     rows: list[dict[str, Any]] = []
     used: set[str] = {"index"}
     bad = 0
     for n, item in enumerate(items, 1):
-        rel = os.path.relpath(item.path, root)
+        rel = os.path.relpath(item, root)
         name = slug(rel.replace(os.sep, "__"))
         base, k = name, 2
         while name.lower() in used:
@@ -169,7 +208,7 @@ def _view_many(root, out, open_, do_certify, view, page_size, as_json, format_na
         row: dict[str, Any] = {"name": rel, "href": None, "format": None, "task": None, "outcome": None, "rank": 99,
                                "steps": None, "cost": None, "diagnostics": None, "error": None}
         try:
-            session = _read(item.path, format_name, max_file_bytes, view, tz)
+            session = _read(item, format_name, max_file_bytes, view, tz)
         except TrajkitError as e:
             row["error"] = str(e)
             rows.append(row)
@@ -179,7 +218,7 @@ def _view_many(root, out, open_, do_certify, view, page_size, as_json, format_na
         if do_certify:
             from ..certify import CertifyOptions, certify
 
-            cert = certify(item.path, CertifyOptions(format=format_name, max_file_bytes=max_file_bytes), session=session)
+            cert = certify(item, CertifyOptions(format=format_name, max_file_bytes=max_file_bytes), session=session)
         tree = transcript(session)
         _write(dest / f"{name}.html", render(tree, cert, None, page_size))
         word, rank = _outcome_word(session, cert)

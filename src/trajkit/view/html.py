@@ -1,21 +1,24 @@
 """The HTML back-end: the presentation tree of :mod:`trajkit.view.transcript`
 as one static, self-contained page (``trajkit view``).
 
-The page holds everything it shows: its CSS and script are inline, and the
-run itself rides in one ``<script type="application/json">`` data block. No
-CDN, no font, no image and no request of any kind; the page works from a
-``file://`` URL with the network off.
+The page holds everything it shows: its CSS and script are inline; the
+header, diagnostics and certificate ride in one ``<script
+type="application/json">`` block, and the timeline in pages of
+:data:`PAGE_SIZE` items, each gzipped JSON in base64 (``tk-page-N``), with
+the anchor index beside them (``tk-index``). No CDN, no font, no image and no
+request of any kind; the page works from a ``file://`` URL with the network
+off.
 
-The script draws the timeline from the data block, one page of
-:data:`PAGE_SIZE` items at a time, so a 20,000-step run never puts 20,000
-steps into the DOM; an observation's full text enters the DOM only when it is
-expanded (the step shows a short preview until then).
+The script inflates (``DecompressionStream``) and draws one timeline page at
+a time, so a 20,000-step run never puts 20,000 steps into the DOM; an
+observation's full text enters the DOM only when it is expanded (the step
+shows a short preview until then).
 
-Agent output is hostile. Every text from the run reaches the page inside the
-JSON block, with ``<``, ``>`` and ``&`` written as ``\\u`` escapes (so no
-``</script>`` in a run can end the block), and the script puts it into the
-DOM with ``textContent`` only, never as markup. The few texts this module
-writes into the HTML itself (the ``<title>``) are HTML-escaped.
+Agent output is hostile. Every text from the run reaches the page inside a
+data block: JSON with ``<``, ``>`` and ``&`` written as ``\\u`` escapes, or
+base64 (so no ``</script>`` in a run can end the block), and the script puts
+it into the DOM with ``textContent`` only, never as markup. The one text
+this module writes into the HTML itself (the ``<title>``) is HTML-escaped.
 
 This module builds the page from the tree and the (optional) certificate
 and CodeTraceBench row; it reads no file and never looks at native shapes.
@@ -38,10 +41,10 @@ from .transcript import DiagnosticNode, EditNode, StepNode, SubAgentNode, Transc
 PAGE_SIZE = 1000
 
 #: Event kinds shown in the timeline between the steps (the normalized
-#: kinds of :mod:`trajkit.model`): messages, errors the harness recorded and
-#: condensations. Other events (state, system prompt) are reachable through
-#: anchors only.
-_NOTE_KINDS = ("message", "error", "condensation", "reasoning")
+#: kinds of :mod:`trajkit.model`): messages, errors the harness recorded,
+#: condensations, reasoning, and observations that answer no step. Other
+#: events (state, system prompt) are reachable through anchors only.
+_NOTE_KINDS = ("message", "error", "condensation", "reasoning", "observation")
 
 
 # ---------------------------------------------------------------- data
