@@ -363,7 +363,7 @@ pre{margin:4px 0;padding:6px 8px;background:var(--code);border-radius:4px;white-
 font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;max-height:none}
 .muted{color:var(--muted)}.empty{font-size:12px;margin:2px 0 4px}
 .card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:10px 12px;margin:8px 0}
-.grid{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}
+.grid{margin:0;display:grid;grid-template-columns:max-content 1fr;gap:2px 12px}
 .grid dt{color:var(--muted)}.grid dd{margin:0;word-break:break-word}
 .badge{display:inline-block;padding:0 6px;border-radius:10px;background:#eef2ff;color:#3538cd;font-size:12px;margin-right:4px;white-space:nowrap}
 .badge.lab{background:#fff4e5;color:#9a4b00}.badge.ok{background:#e6f6ea;color:var(--ok)}
