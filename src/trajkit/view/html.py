@@ -314,6 +314,12 @@ def render(tree: Transcript, certificate: Any = None, ctb: dict[str, Any] | None
     data["count"] = len(items)
     data["pages"] = max(1, -(-len(items) // ps))
     blocks = [f'<script type="application/octet-stream" id="tk-index">{_packed(index)}</script>']
+    # the top-level step numbers each page holds, so a link to a step finds
+    # its page without inflating the anchor index
+    data["spans"] = []
+    for p in range(data["pages"]):
+        ns = [it["n"] for it in items[p * ps:(p + 1) * ps] if it["k"] == "s" and isinstance(it["n"], int)]
+        data["spans"].append([min(ns), max(ns)] if ns else None)
     for p in range(data["pages"]):
         blocks.append(f'<script type="application/octet-stream" id="tk-page-{p}">{_packed(items[p * ps:(p + 1) * ps])}</script>')
     return _page(_title(data), "run", _json_block(data), "".join(blocks))
@@ -538,12 +544,19 @@ function runPage(){
   info.textContent='searching…';
   return loadAll().then(function(){if(!hay){hay=[];for(var g=0;g<N;g++)hay.push(text(item(g)).toLowerCase());}
    view=[];for(var i=0;i<N;i++)if(hay[i].indexOf(q)>=0)view.push(i);return show(0);});}
+ function quick(anchor){var m=/^step-(\d+)$/.exec(anchor);if(!m||view)return null;var n=+m[1];
+  for(var p=0;p<D.spans.length;p++){var r=D.spans[p];if(r&&r[0]<=n&&n<=r[1])return p;}return null;}
+ function land(a){var e=document.getElementById(a);if(!e)return false;
+  for(var x=e.parentElement;x;x=x.parentElement)if(x.tagName==='DETAILS')x.open=true;
+  e.scrollIntoView({block:'start'});mark(e);return true;}
  function go(anchor){if(!anchor)return Promise.resolve(false);
+  var qp=quick(anchor);
+  if(qp!=null)return (qp!==page?show(qp):Promise.resolve()).then(function(){return land(anchor)||full(anchor);});
+  return full(anchor);}
+ function full(anchor){
   return inflate('tk-index').then(function(ix){var a=ix.alias[anchor]||anchor;var idx=ix.loc[a];var p=page;
    if(idx!=null&&idx>=0){var pos=idx;if(view){pos=view.indexOf(idx);if(pos<0){inp.value='';view=null;pos=idx;}}p=Math.floor(pos/PS);}
-   return (p!==page?show(p):Promise.resolve()).then(function(){var e=document.getElementById(a);if(!e)return false;
-    for(var x=e.parentElement;x;x=x.parentElement)if(x.tagName==='DETAILS')x.open=true;
-    e.scrollIntoView({block:'start'});mark(e);return true;});});}
+   return (p!==page?show(p):Promise.resolve()).then(function(){return land(a);});});}
  function mark(e){var old=document.querySelector('.current');if(old)old.classList.remove('current');e.classList.add('current');
   cur=stepsOnPage().indexOf(e);}
  function stepsOnPage(){return Array.prototype.slice.call(tl.querySelectorAll(':scope > .step'));}
