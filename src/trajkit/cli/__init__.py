@@ -8,7 +8,8 @@ export, certify or RL code:
 - :mod:`.read` — ``detect``, ``steps``, ``show``, ``normalize``, ``ls``, ``context``;
 - :mod:`.export` — ``convert``, ``verify``;
 - :mod:`.certify` — ``certify``, ``fcr``;
-- :mod:`.rl` — ``turns``, ``proxy``.
+- :mod:`.rl` — ``turns``, ``proxy``;
+- :mod:`.view` — ``view`` (HTML pages).
 
 What they share (options, JSON output, :func:`~._common.fail`, rich consoles
 and progress bars) is in :mod:`._common`; no verb module imports from this
@@ -43,6 +44,7 @@ LAZY_COMMANDS: dict[str, str] = {
     "fcr": "trajkit.cli.certify:fcr_cmd",
     "turns": "trajkit.cli.rl:turns_cmd",
     "proxy": "trajkit.cli.rl:proxy_cmd",
+    "view": "trajkit.cli.view:view_cmd",
 }
 
 __all__ = ["EXIT_CANNOT_RUN", "EXIT_CHECK_FAILED", "EXIT_OK", "LAZY_COMMANDS", "main"]

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..diagnostics import Diagnostic
-from ..model import BRANCH_ACTIVE, Event, Session, SpawnLink, Step
+from ..model import BRANCH_ACTIVE, OBSERVATION, Event, FileEdit, Outcome, Session, SpawnLink, Step
 
 #: ``Session.metadata`` keys shown as facts in the header, in this order
 #: (only those a reader set to something other than empty).
@@ -60,6 +60,12 @@ class Header:
     ``cost`` is the sum of the steps' per-call costs, when any step has one;
     ``first_timestamp`` / ``last_timestamp`` the first and last event
     timestamps in event order, as written (transcripts only).
+
+    From the typed run facts: ``harness``, ``agent``, ``models``,
+    ``started_at`` / ``ended_at`` (as recorded), ``run_cost`` (the run's cost
+    as the record states it), ``outcome`` (the harness's own end signal) and
+    ``tokens``: input and output tokens summed over the steps' model calls
+    (None when no step has them).
     """
 
     format: str
@@ -76,6 +82,29 @@ class Header:
     cost: float | None = None
     first_timestamp: str | None = None
     last_timestamp: str | None = None
+    harness: str | None = None
+    harness_version: str | None = None
+    agent: str | None = None
+    models: list[str] = field(default_factory=list)
+    started_at: str | None = None
+    ended_at: str | None = None
+    run_cost: float | None = None
+    outcome: Outcome | None = None
+    tokens: dict[str, int] | None = None
+
+
+@dataclass(slots=True)
+class EditNode:
+    """A file change a step made, ready to show as a diff: ``path`` as the
+    record names it, ``diff`` a unified diff of the old content against the
+    new (or the record's own patch text), ``whole`` the change wrote the
+    whole file, ``complete`` the record held both sides (else the diff shows
+    only what it held)."""
+
+    path: str | None
+    diff: str
+    whole: bool
+    complete: bool
 
 
 @dataclass(slots=True)
@@ -102,7 +131,10 @@ class StepNode:
     (CodeTraceBench), ``parallel_group`` groups calls one model response
     made, ``usage`` / ``cost`` that model call's tokens and cost when the
     session has them. ``sub_agents`` lists the sub-agents this step spawned
-    (filled in a :class:`Transcript`; empty in a :class:`StepsTable`).
+    (filled in a :class:`Transcript`; empty in a :class:`StepsTable`), and
+    ``edit`` the file change its observation records, as a diff (transcripts
+    only). ``tokens`` are the model call's input and output tokens (from the
+    typed usage) when recorded.
     """
 
     step_id: int
@@ -120,6 +152,8 @@ class StepNode:
     action_anchor: str | None = None
     observation_anchor: str | None = None
     sub_agents: list["SubAgentNode"] = field(default_factory=list)
+    edit: EditNode | None = None
+    tokens: dict[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -250,6 +284,19 @@ class Transcript:
 def _header(session: Session, views: dict[str, Any] | None, timestamps: tuple[str | None, str | None]) -> Header:
     meta = session.metadata or {}
     costs = [s.cost for s in session.steps if isinstance(s.cost, (int, float)) and not isinstance(s.cost, bool)]
+    run = session.run
+    tin = tout = 0
+    seen = False
+    for st in session.steps:
+        u = st.model_usage
+        if u is None:
+            continue
+        if isinstance(u.input, int):
+            tin += u.input
+            seen = True
+        if isinstance(u.output, int):
+            tout += u.output
+            seen = True
     counts = None
     if views is not None:
         counts = {name: (v.get("step_count") if isinstance(v, dict) else v) for name, v in views.items()}
@@ -268,6 +315,15 @@ def _header(session: Session, views: dict[str, Any] | None, timestamps: tuple[st
         cost=round(sum(costs), 10) if costs else None,
         first_timestamp=timestamps[0],
         last_timestamp=timestamps[1],
+        harness=run.harness,
+        harness_version=run.harness_version,
+        agent=run.agent,
+        models=list(run.models),
+        started_at=run.started_at,
+        ended_at=run.ended_at,
+        run_cost=run.cost_usd,
+        outcome=session.outcome,
+        tokens={"input": tin, "output": tout} if seen else None,
     )
 
 
@@ -285,7 +341,39 @@ def _step_node(s: Step, prefix: str) -> StepNode:
         parallel_group=s.parallel_group,
         usage=s.usage,
         cost=s.cost,
+        tokens=_tokens(s),
     )
+
+
+def _tokens(s: Step) -> dict[str, int] | None:
+    u = s.model_usage
+    if u is None:
+        return None
+    out = {k: v for k, v in (("input", u.input), ("output", u.output)) if isinstance(v, int)}
+    return out or None
+
+
+def _lines(text: str) -> list[str]:
+    return [line if line.endswith("\n") else line + "\n" for line in text.splitlines(keepends=True)]
+
+
+def edit_node(edit: FileEdit) -> EditNode | None:
+    """``edit`` as a diff: the record's patch when it gives one, else the old
+    content against the new (a whole-file write of a file that did not exist,
+    or whose old content is unknown, shows every line as added)."""
+    import difflib
+
+    path = edit.path if isinstance(edit.path, str) else None
+    if isinstance(edit.patch, str) and edit.patch:
+        return EditNode(path, edit.patch, edit.whole, True)
+    old = edit.old if isinstance(edit.old, str) else None
+    new = edit.new if isinstance(edit.new, str) else None
+    if old is None and new is None:
+        return None
+    complete = new is not None and (old is not None or edit.existed is False)
+    name = path or "file"
+    diff = "".join(difflib.unified_diff(_lines(old or ""), _lines(new or ""), "a/" + name.lstrip("/"), "b/" + name.lstrip("/")))
+    return EditNode(path, diff, edit.whole, complete)
 
 
 def steps_table(session: Session, views: dict[str, Any] | None = None) -> StepsTable:
@@ -362,6 +450,8 @@ def transcript(session: Session, prefix: str = "", depth: int = 0) -> Transcript
             node.step.action_anchor = node.anchor
         if node.answers is not None and node.answers.observation_anchor is None:
             node.answers.observation_anchor = node.anchor
+            if e.kind == OBSERVATION and isinstance(e.edit, FileEdit):
+                node.answers.edit = edit_node(e.edit)
         try:
             first_of.setdefault(e.id, node)
             in_file.setdefault((e.id, node.file), node)
