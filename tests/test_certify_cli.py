@@ -94,9 +94,15 @@ def test_unreadable_trajectory_is_still_written(cli, tmp_path, green):
     empty.mkdir()
     (empty / "notes.txt").write_text("hello")
     out = tmp_path / "c.json"
-    doc = _cert(cli("certify", empty, "--json", "--out", out))
-    assert doc["state"] == "FailedUnverifiable" and doc["reason"].startswith("unreadable trajectory")
-    assert json.loads(out.read_text())["state"] == "FailedUnverifiable"
+    # The library still certifies it (fcr counts such runs as unreadable) ...
+    from trajkit.certify import CertifyOptions, certify
+
+    cert = certify(str(empty), CertifyOptions())
+    assert cert.state == "FailedUnverifiable" and cert.reason.startswith("unreadable trajectory")
+    # ... but the certify verb on a path holding no known format could not run (issue 14 item 1).
+    p = cli("certify", empty, "--json", "--out", out)
+    assert p.returncode == 2 and p.stdout == "" and not out.exists()
+    assert p.stderr.strip() == f"trajkit: {empty}: no known format (name one with --format)"
     # a path that does not exist is a could-not-run (issue 14 item 1), not a certificate
     p = cli("certify", tmp_path / "missing", "--json")
     assert p.returncode == 2 and p.stdout == ""

@@ -93,8 +93,9 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
     """Certify the run at RUN: one terminal state, with its reason and evidence.
 
     Exit 0 when a certificate was produced (whatever its state; --strict: exit
-    1 unless Succeeded), 2 when certification could not run (bad usage, an
-    output that cannot be written).
+    1 unless Succeeded), 2 when certification could not run (bad usage, a
+    path that is missing or holds no run of a known format, an output that
+    cannot be written).
     """
     from ..certify import CertifyOptions, append_outcome, certify
     from ..certify.paths import DEFAULT_PROTECT
@@ -140,6 +141,13 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
             get_format(format_name)
         except DetectionError as e:
             fail(str(e))
+    else:
+        from ..registry import detect
+
+        if detect(run).format is None:
+            # Nothing here is a run trajkit reads: there is nothing to certify
+            # (a certificate would only say "unreadable" about a wrong path).
+            fail(f"{run}: no known format (name one with --format)")
     opts = CertifyOptions(
         workspace=workspace, base=base, visible=tuple(visible), holdout=tuple(holdout), protect=_split_globs(protect),
         default_protect=not no_default_protect, before=before, holdout_manifest=holdout_manifest, criteria=crit, patch=patch,
