@@ -87,11 +87,11 @@ def test_context_still_works_where_declared(cli):
     assert entries and all(set(e) >= {"llm_response_id", "event_id", "messages"} for e in entries)
 
 
-def test_certify_on_a_file_that_exists_but_no_format_still_certifies(cli, junk):
-    """Only a missing path is a could-not-run: a trial trajkit cannot read is certified unreadable (exit 0)."""
+def test_certify_on_a_file_that_exists_but_no_format_cannot_run(cli, junk):
+    """A path holding nothing of a known format is a could-not-run too (issue 14 item 1): exit 2, no certificate."""
     p = cli("certify", junk / "other.json", "--json")
-    assert p.returncode == 0
-    assert json.loads(p.stdout)["state"] == "FailedUnverifiable"
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.strip() == f"trajkit: {junk / 'other.json'}: no known format (name one with --format)"
 
 
 def test_fcr_with_one_missing_path_among_good_ones(cli, tmp_path):
