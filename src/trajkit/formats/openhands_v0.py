@@ -365,7 +365,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
     out = []
     files = session.files
     cap = opts.max_file_bytes
-    loads = jsonio.orjson.loads
+    loads = jsonio.fast_loads
     read_capped = read_io.read_capped
     for num, n in numbered:
         p = base + os.sep + n
