@@ -165,7 +165,9 @@ def _escaped_conversation(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("verb", ["show", "steps", "ls"])
 def test_terminal_escapes_in_run_data_are_printed_escaped(tmp_path, verb):
     conv = _escaped_conversation(tmp_path)
-    proc = run_cli(verb, conv)
+    # piped output is COLUMNS wide: wide enough that no cell is cut
+    proc = subprocess.run([*_py(), verb, str(conv)], capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env=dict(os.environ, COLUMNS="400"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout + proc.stderr
     # no control character but newline and tab reaches the terminal
