@@ -113,7 +113,7 @@ def _not_asf(p: Path, f) -> str | None:
     h = f.header
     if h and (h.get("type") == "session" or str(h.get("format", "")).startswith("agentsession/")):
         return None
-    if any(not e.raw.get("_unparsed") for e in f.entries) and not h:
+    if any(not e.obj.get("_unparsed") for e in f.entries) and not h:
         return None
     try:
         with open(p, "rb") as fh:
