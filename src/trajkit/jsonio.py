@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from .diagnostics import ERROR, INFO, Diagnostic
+from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 
