@@ -23,6 +23,7 @@ import pytest
 
 from trajkit import jsonio
 from trajkit.formats import openhands_sdk
+from trajkit.reading import io as read_io
 
 from conftest import REPO, run_cli
 
@@ -303,7 +304,7 @@ def test_duplicate_command_members_are_flagged_with_a_location(tmp_path):
 def test_duplicate_keys_in_json_lines_and_flat_exports_are_located(tmp_path):
     lines = b'{"a":1}\n{"b":2,"x":{"b":3},"b":4}\n'
     diags: list = []
-    got = [jl.value for jl in jsonio.iter_jsonl(lines, "t.jsonl", diags)]
+    got = [jl.value for jl in read_io.iter_jsonl(lines, "t.jsonl", diags)]
     assert got == [{"a": 1}, {"b": 4, "x": {"b": 3}}]
     assert [(d.code, d.line, d.offset) for d in diags] == [("json.duplicate-key", 2, 8 + lines[8:].index(b'"b":4'))]
     # spaced-out or escaped spellings of the same key are still caught

@@ -130,9 +130,10 @@ def _not_asf(p: Path, f) -> str | None:
     if h:
         kind = f"type {h['type']!r}" if "type" in h else "no type member"
         return f"JSON Lines whose first object is not a session header ({kind}){_looks_like(p)}"
-    from ..jsonio import MISSING, load_file
+    from ..jsonio import MISSING
+    from ..reading.io import load_json
 
-    doc, _ = load_file(p, 256 << 20)
+    doc, _ = load_json(p, 256 << 20)
     if doc is MISSING:
         return "neither JSON Lines nor a JSON document"
     if isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("ATIF"):
