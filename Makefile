@@ -1,18 +1,27 @@
 # Two set-up commands for a fresh machine: `make demo` and `make test`.
+# The demo needs trajkit's core install only; the tests need the dev extras
+# (pytest, transformers, datasets, ...), which include the core.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CORE := $(VENV)/.installed-core
 
 .PHONY: demo test bench clean
+
+$(CORE): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(CORE)
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(CORE)
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(BIN)/trajkit detect examples/openhands-v0-trial --why
 	$(BIN)/trajkit steps examples/openhands-v0-trial
 

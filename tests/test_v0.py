@@ -539,10 +539,10 @@ def test_lazy_line_ranges_pickle_and_compact_exports(tmp_path):
 def test_bare_file_sniff_needs_a_v0_head(tmp_path):
     other = tmp_path / "calls.json"
     other.write_text(json.dumps([{"turn": 0, "request": {"tools": [{"name": "x", "parameters": {"action": {}, "observation": {}}}]}}]))
-    assert v0.sniff(Probe(), other, "*.json") is None
+    assert isinstance(v0.sniff(Probe(), other, "*.json"), registry.Reject)
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + (FLAT / "basic.json").read_bytes())
-    assert v0.sniff(Probe(), bom, "*.json") is not None
+    assert isinstance(v0.sniff(Probe(), bom, "*.json"), registry.Match)
     s = trajkit.read(bom)
     assert s.view == "flat_export" and any(d.code == "json.nonstandard" for d in s.diagnostics)
 

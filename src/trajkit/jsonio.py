@@ -8,8 +8,17 @@ orjson refuses but that is still meaningful JSON-ish text (``NaN``,
 ``Infinity``, integers beyond 64 bits, a UTF-8 byte-order mark) is decoded by
 the standard library and flagged, so nothing readable is lost.
 
+orjson accepts some input silently that must not pass unflagged: an integer
+beyond 64 bits is read as a float (``123456789012345678901234567890`` would
+become ``1.2345678901234568e+29``), a key written twice in one object keeps
+its last value, and a value nested deeper than orjson writes back (255 levels)
+cannot be exported. :func:`loads` excludes each cheaply after the fast decode
+(:func:`suspicious`) and only on suspicion decodes again with the standard
+library, keeping integers exact and reporting duplicate keys and deep nesting.
+
 Diagnostic codes emitted here (see ``docs/diagnostics.md``):
-``file.empty``, ``json.not-utf8``, ``json.invalid``, ``json.nonstandard``.
+``file.empty``, ``json.not-utf8``, ``json.invalid``, ``json.nonstandard``,
+``json.big-integer``, ``json.duplicate-key``, ``json.too-deep``.
 """
 
 from __future__ import annotations
@@ -21,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from .diagnostics import ERROR, INFO, Diagnostic
+from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 
 DEFAULT_MAX_FILE_BYTES = 1 << 30
 
@@ -47,12 +56,221 @@ def _nonstandard(data: bytes | str) -> Any:
     return json.loads(text)
 
 
+#: A run of 20 digits is the only spelling of an integer orjson may have read
+#: as a float (it keeps every integer from -2**63 to 2**64-1, at most 20
+#: digits). Searched for in a copy where every digit is ``0`` and every other
+#: byte ``.`` (a translate and a find, several times faster than a regex).
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E for i in range(256))
+_TWENTY_DIGITS = b"0" * 20
+_INT_MIN = -(1 << 63)
+_UINT_MAX = (1 << 64) - 1
+#: Containers nested deeper than this are kept as their JSON text (orjson
+#: writes at most 254 levels; exporters wrap values a few levels deeper).
+MAX_DEPTH = 200
+
+
+def suspicious(data: bytes, value: Any) -> bool:
+    """Whether orjson's decode of ``data`` may have lost or bent something.
+
+    Cheap checks, each a scan in C. orjson writes the value back: it refuses
+    nesting of 255 levels and more. When the input is that output byte for
+    byte (compact JSON as the SDK and orjson write it: the common case),
+    nothing was lost and no other check runs. Otherwise the input and that output must hold as
+    many colons: outside strings a colon follows each key, inside strings a
+    colon is the same character on both sides unless the input spells it
+    ``\\u003a`` (then suspicion); so a key written twice in one object,
+    whose first value the decode dropped, leaves the output short of at
+    least one colon. A run of 20 digits may be an integer beyond 64 bits,
+    which orjson reads as a float. False means none of these can be the case.
+    """
+    t = type(value)
+    if t is dict or t is list:
+        try:
+            out = orjson.dumps(value)
+        except TypeError:
+            return True
+        n = len(out)
+        if data.startswith(out) and (len(data) == n or not data[n:].strip()):
+            return False
+        if data.count(b":") != out.count(b":") or b"\\u003" in data:
+            return True
+    return _TWENTY_DIGITS in data.translate(_DIGITS_ONLY)
+
+
+def _deep_text(value: Any) -> str:
+    """Compact JSON text of ``value`` at any depth (iterative, so nesting deeper
+    than the recursion limit is written too)."""
+    enc = json.encoder.encode_basestring
+    out: list[str] = []
+    stack: list[tuple[Any, bool, bool]] = []  # (iterator, is_dict, first)
+
+    def scalar(x: Any) -> str:
+        if isinstance(x, str):
+            return enc(x)
+        if x is None:
+            return "null"
+        if x is True:
+            return "true"
+        if x is False:
+            return "false"
+        if isinstance(x, float):
+            return float.__repr__(x) if x == x and x not in (float("inf"), float("-inf")) else ("NaN" if x != x else ("Infinity" if x > 0 else "-Infinity"))
+        return int.__repr__(x) if isinstance(x, int) else enc(str(x))
+
+    def open_(x: Any) -> None:
+        if isinstance(x, dict):
+            out.append("{")
+            stack.append((iter(x.items()), True, True))
+        elif isinstance(x, list):
+            out.append("[")
+            stack.append((iter(x), False, True))
+        else:
+            out.append(scalar(x))
+
+    open_(value)
+    while stack:
+        it, is_dict, first = stack[-1]
+        nxt = next(it, _END)
+        if nxt is _END:
+            stack.pop()
+            out.append("}" if is_dict else "]")
+            continue
+        if not first:
+            out.append(",")
+        else:
+            stack[-1] = (it, is_dict, False)
+        if is_dict:
+            out.append(enc(str(nxt[0])) + ":")
+            open_(nxt[1])
+        else:
+            open_(nxt)
+    return "".join(out)
+
+
+_END = object()
+
+
+def _clip(value: Any, depth: int, counter: list[int]) -> Any:
+    """``value`` with every container at :data:`MAX_DEPTH` replaced by its JSON text."""
+    if depth >= MAX_DEPTH and isinstance(value, (dict, list)):
+        counter[0] += 1
+        return _deep_text(value)
+    if isinstance(value, dict):
+        return {k: _clip(v, depth + 1, counter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clip(v, depth + 1, counter) for v in value]
+    return value
+
+
+def _careful(data: bytes, value: Any, file: str | None) -> tuple[Any, Diagnostic | None]:
+    """Decode ``data`` again with the standard library, after :func:`suspicious`:
+    integers exact, duplicate keys found, deep nesting clipped. ``value`` is
+    orjson's decode, kept when the standard library cannot go as deep."""
+    dups: list[str] = []
+    bigs: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        d = dict(items)
+        if len(d) != len(items):
+            seen: set[str] = set()
+            for k, _ in items:
+                if k in seen and k not in dups:
+                    dups.append(k)
+                seen.add(k)
+        return d
+
+    def parse_int(text: str) -> int:
+        v = int(text)
+        if v < _INT_MIN or v > _UINT_MAX:
+            bigs.append(text)
+        return v
+
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=pairs, parse_int=parse_int)
+    except (ValueError, RecursionError):
+        pass  # deeper than the standard library goes: orjson's value, clipped below
+    diags: list[Diagnostic] = []
+    if bigs:
+        diags.append(Diagnostic(
+            "json.big-integer",
+            f"{len(bigs)} integer(s) beyond 64 bits (e.g. {bigs[0][:40]}) kept exact, not rounded to a float",
+            INFO, file=file,
+        ))
+    if dups:
+        offset = _duplicate_offset(data)
+        diags.append(Diagnostic(
+            "json.duplicate-key",
+            f"an object names {', '.join(repr(k) for k in dups[:5])} more than once; the last value was kept",
+            WARNING, file=file, offset=offset,
+        ))
+    try:
+        orjson.dumps(value)
+    except TypeError as e:
+        if "Recursion" in str(e):
+            counter = [0]
+            value = _clip(value, 0, counter)
+            diags.append(Diagnostic(
+                "json.too-deep",
+                f"nested deeper than {MAX_DEPTH} levels; {counter[0]} value(s) below that depth are kept as their JSON text",
+                WARNING, file=file,
+            ))
+    if not diags:
+        return value, None
+    first = max(diags, key=lambda d: (d.severity == WARNING, d.code == "json.too-deep"))
+    others = [d.message for d in diags if d is not first]
+    if others:
+        first.message += "; also: " + "; ".join(others)
+    return value, first
+
+
+_KEY_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"(?:\s*:)?|[\[\]{}]')
+
+
+def _duplicate_offset(data: bytes) -> int | None:
+    """Byte offset of the first key written a second time in the same object."""
+    stack: list[set[bytes] | None] = []
+    for m in _KEY_TOKEN.finditer(data):
+        t = m.group()
+        c = t[:1]
+        if c == b"{":
+            stack.append(set())
+        elif c == b"[":
+            stack.append(None)
+        elif c in (b"}", b"]"):
+            if stack:
+                stack.pop()
+        elif t.endswith(b":") and stack and stack[-1] is not None:
+            key = t.rstrip(b": \t\r\n")
+            try:
+                key = json.loads(key).encode("utf-8", "surrogatepass")  # one spelling per key
+            except ValueError:
+                pass
+            if key in stack[-1]:
+                return m.start()
+            stack[-1].add(key)
+    return None
+
+
+def fast_loads(data: bytes) -> Any:
+    """orjson's decode of ``data``, raising ``ValueError`` when it fails or is
+    :func:`suspicious` (the caller then takes :func:`loads`, which reports)."""
+    value = orjson.loads(data)
+    if suspicious(data, value):
+        raise ValueError("suspicious: decode again carefully")
+    return value
+
+
 def loads(data: bytes | str, file: str | None = None) -> tuple[Any, Diagnostic | None]:
     """Decode JSON leniently: the value (or MISSING) and a diagnostic if anything was odd."""
     try:
-        return orjson.loads(data), None
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as e:
         first_error = str(e)
+    else:
+        raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else bytes(data)
+        if suspicious(raw, value):
+            return _careful(raw, value, file)
+        return value, None
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if not raw.strip():
@@ -72,7 +290,7 @@ def loads(data: bytes | str, file: str | None = None) -> tuple[Any, Diagnostic |
         return MISSING, Diagnostic("json.invalid", f"not valid JSON: {getattr(e, 'msg', first_error)}", ERROR, file=file, offset=pos)
     return value, Diagnostic(
         "json.nonstandard",
-        f"decoded with the tolerant decoder (NaN/Infinity, a byte-order mark or a huge integer): {first_error}",
+        f"decoded with the tolerant decoder (NaN/Infinity, a byte-order mark or a lone surrogate): {first_error}",
         INFO,
         file=file,
     )
@@ -112,8 +330,12 @@ def dumps(obj: Any, *, indent: bool = False, sort_keys: bool = False) -> bytes:
     try:
         return orjson.dumps(obj, option=opt, default=_default)
     except TypeError:
-        # Values orjson refuses (integers beyond 64 bits): fall back to the stdlib.
-        return json.dumps(obj, ensure_ascii=False, indent=2 if indent else None, sort_keys=sort_keys, default=_default).encode()
+        # Values orjson refuses (integers beyond 64 bits, lone surrogates such
+        # as a non-UTF-8 file name's): fall back to the stdlib. A lone
+        # surrogate is written as its JSON escape (``\udcff``), so the output
+        # is valid UTF-8 and decodes back to the same string.
+        text = json.dumps(obj, ensure_ascii=False, indent=2 if indent else None, sort_keys=sort_keys, default=_default)
+        return text.encode("utf-8", "backslashreplace")
 
 
 def _default(obj: Any) -> Any:

@@ -86,6 +86,14 @@ class Match:
     hint: Any = None
 
 
+@dataclass(frozen=True, slots=True)
+class Reject:
+    """A sniff's "no", with why (shown by ``trajkit detect --why``). A sniff
+    may return this instead of None."""
+
+    reason: str
+
+
 @dataclass(frozen=True)
 class Format:
     """A native format: how to recognise it, how to read it, and what else it
@@ -96,7 +104,8 @@ class Format:
     - ``sniff(probe, candidate, fingerprint)`` gets the detection's shared
       :class:`~trajkit.reading.probe.Probe` and a candidate path whose
       fingerprint matched, and returns a :class:`Match` (whose root may be an
-      ancestor, e.g. the trial directory around a session directory) or None.
+      ancestor, e.g. the trial directory around a session directory), or a
+      :class:`Reject` saying why not (None: a rejection without a reason).
       It should look at the disk only through ``probe``.
     - ``read(root, options)`` returns a :class:`Session` and never raises on
       bad data.
@@ -187,7 +196,7 @@ class Candidate:
     priority: int
     path: str
     fingerprint: str | None
-    outcome: str  # "match", "sniff-rejected"
+    outcome: str  # "match", "sniff-rejected", "sniff-error", "unrelated"
     strength: str | None = None
     root: str | None = None
     reason: str = ""
@@ -511,6 +520,20 @@ def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, pro
                     yield fp
 
 
+def _relates(depth: int, rel_first: str | None, fp: str) -> bool:
+    """Whether a fingerprint that hit at an ancestor relates to the path.
+
+    The path itself and its parent always relate (a run's own files and
+    folders: ``results.json``, ``verifier/``). Farther up, the path's first
+    folder below the ancestor must be where the fingerprint points (``agent``
+    for ``agent/sessions/*/events``): a stray ``base_state.json`` three
+    folders up says nothing about ``deep/er/path/data.json``.
+    """
+    if depth <= 1 or rel_first is None:
+        return True
+    return fnmatch.fnmatchcase(rel_first, fp.split("/", 1)[0])
+
+
 def _abs_path(path: str | os.PathLike) -> Path:
     """``path`` made absolute as :func:`~trajkit.reading.probe.logical_abspath`
     does; an absolute Path without ``..`` is taken as it is (no new object)."""
@@ -531,7 +554,9 @@ def detect(
     Candidates are the path and up to :data:`MAX_ANCESTORS` parents, nearest
     first. Unless ``exhaustive``, the walk stops after the first candidate
     with a strong match (sniffs map inner paths to their run's root, so
-    nothing farther up can be a better answer). Never raises on data; a path
+    nothing farther up can be a better answer). A fingerprint that hits at
+    an ancestor but does not relate to the path (:func:`_relates`) is not
+    sniffed (outcome ``unrelated``). Never raises on data; a path
     that does not exist or matches nothing gives a Detection with
     ``format=None``; a sniff that raises is a ``detect.sniff-failed``
     diagnostic naming the format.
@@ -555,11 +580,18 @@ def detect(
     for depth, cand in enumerate(_candidates(p)):
         cs = str(cand)
         is_dir = probe.is_dir(cs)
+        rel_first = p.relative_to(cand).parts[0] if depth else None
         floor = None  # priority of a strong match at this candidate
         for fmt in fmts:
             if floor is not None and fmt.priority < floor:
                 break  # formats are in priority order: none of the rest can win
             for fp in _fingerprint_hits(cand, cs, fmt, is_dir, probe):
+                if not _relates(depth, rel_first, fp):
+                    det.considered.append(Candidate(
+                        fmt.name, fmt.priority, cs, fp, "unrelated",
+                        reason=f"the path is under {rel_first}/, which this fingerprint does not point into",
+                    ))
+                    continue
                 try:
                     m = fmt.sniff(probe, cand, fp)
                 except Exception as e:  # a sniff must not take detection down
@@ -576,8 +608,9 @@ def detect(
                         )
                     )
                     continue
-                if m is None:
-                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected"))
+                if m is None or isinstance(m, Reject):
+                    why = m.reason if m is not None else ""
+                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected", reason=why))
                     continue
                 root = str(m.root)
                 key = (fmt.name, root)
@@ -648,6 +681,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     if format is not None:
         session = _read_with(get_format(format), p, options)
         session.diagnostics.extend(load_problems())
+        _flag_undecodable_names(session)
         return session
     det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
@@ -674,6 +708,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
                 file=str(det.match.root),
             )
         )
+    _flag_undecodable_names(session)
     return session
 
 
@@ -698,3 +733,24 @@ def steps_per_view(root: str | os.PathLike, format_name: str, options: ReadOptio
             "actions_without_observation": s.metadata.get("actions_without_observation", []),
         }
     return out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _flag_undecodable_names(session: Session) -> None:
+    """One ``path.not-utf8`` warning when a path the run was read from is not
+    valid UTF-8 (Python holds such bytes as lone surrogates): outputs show
+    those bytes escaped (``\\udcff``), so the name printed is not the name on disk."""
+    bad = [f.path for f in session.files if _SURROGATE.search(f.path)]
+    if _SURROGATE.search(session.source_path or ""):
+        bad.insert(0, session.source_path)
+    if bad:
+        session.diagnostics.append(
+            Diagnostic(
+                "path.not-utf8",
+                f"{len(bad)} path(s) are not valid UTF-8; they are shown with \\udcXX escapes for the undecodable bytes",
+                WARNING,
+                file=bad[0],
+            )
+        )

@@ -62,8 +62,10 @@ def echo_json(obj: Any, indent: bool = True) -> None:
 
 
 def fail(message: str, code: int = EXIT_CANNOT_RUN) -> None:
-    """Print an error to stderr and exit with ``code``."""
-    click.echo(f"trajkit: {message}", err=True)
+    """Print an error to stderr (control characters escaped) and exit with ``code``."""
+    from ..view.safe import printable
+
+    click.echo(f"trajkit: {printable(message)}", err=True)
     sys.exit(code)
 
 
@@ -87,12 +89,14 @@ def load_session(path: str, format_name: str | None = None, max_file_bytes: int 
 
 
 def print_diagnostics(session: Session, min_severity: str = "info") -> None:
-    """Diagnostics to stderr, one per line."""
+    """Diagnostics to stderr, one per line (control characters escaped: they quote run data)."""
+    from ..view.safe import printable
+
     order = {"info": 0, "warning": 1, "error": 2}
     for s in session.walk():
         for d in s.diagnostics:
             if order.get(d.severity, 0) >= order[min_severity]:
-                click.echo(str(d), err=True)
+                click.echo(printable(str(d)), err=True)
 
 
 def console(stderr: bool = False, **options: Any):

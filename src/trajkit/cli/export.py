@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..view.safe import printable
 from ._common import (
     EXIT_CANNOT_RUN,
     EXIT_CHECK_FAILED,
@@ -28,7 +29,7 @@ from ._common import (
 @click.option("--no-request-hashes", is_flag=True, help="Skip rebuilding requests to check request_hash.")
 @click.option("--context", "context_leaf", default=None, help="Also print the context built at this leaf id ('main' for the live leaf).")
 def verify_cmd(files: tuple[str, ...], as_json: bool, no_request_hashes: bool, context_leaf: str | None) -> None:
-    """Check ASF session FILES: every id and parent, request hashes, base and
+    """Check ASF session FILES (or every *.jsonl under a folder): every id and parent, request hashes, base and
     compaction references, instruction parts, promised records, run sources,
     and a cut-off final line. Exit 0 when every file conforms, 1 when one does
     not, 2 when a file cannot be read."""
@@ -36,11 +37,27 @@ def verify_cmd(files: tuple[str, ...], as_json: bool, no_request_hashes: bool, c
 
     worst = EXIT_OK
     docs = []
+    paths: list[Path] = []
     for name in files:
         p = Path(name)
-        if not p.is_file():
-            fail(f"{name}: no such file", EXIT_CANNOT_RUN)
+        if p.is_dir():
+            found = sorted(x for x in p.rglob("*.jsonl") if x.is_file())
+            if not found:
+                fail(f"{printable(name)}: a folder with no ASF session files (*.jsonl) in it; verify takes ASF files or folders of them")
+            paths.extend(found)
+        elif p.is_file():
+            paths.append(p)
+        else:
+            fail(f"{printable(name)}: no such file or directory", EXIT_CANNOT_RUN)
+    for p in paths:
         f = asf.read_asf(p)
+        not_asf = _not_asf(p, f)
+        if not_asf is not None:
+            worst = max(worst, EXIT_CHECK_FAILED)
+            docs.append({"file": str(p), "ok": False, "asf": False, "looks_like": not_asf})
+            if not as_json:
+                click.echo(printable(f"{p}: FAILED, not ASF JSON Lines: {not_asf}"))
+            continue
         diags = asf.verify(f, check_requests=not no_request_hashes)
         errors = [d for d in diags if d.severity == "error"]
         ok = not errors
@@ -64,18 +81,71 @@ def verify_cmd(files: tuple[str, ...], as_json: bool, no_request_hashes: bool, c
         docs.append(doc)
         if not as_json:
             status = "ok" if ok else "FAILED"
-            click.echo(
+            click.echo(printable(
                 f"{p}: {status} ({doc['format']}, {doc['entries']} entries, {doc['leaves']} leaves, "
                 f"{doc['request_hashes']} request hashes checked{', migrated from legacy ids' if f.migrated else ''})"
-            )
+            ))
             for d in diags:
                 if d.severity != "info":
-                    click.echo(f"  {d}")
+                    click.echo(printable(f"  {d}"))
             if context_leaf is not None:
                 click.echo(echo_text(doc["context"]))
     if as_json:
         echo_json(docs[0] if len(docs) == 1 else docs)
     sys.exit(worst)
+
+
+_MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"\x1f\x8b", "a gzip file"),
+    (b"PAR1", "a Parquet file"),
+)
+
+
+def _not_asf(p: Path, f) -> str | None:
+    """What ``p`` looks like when it is not ASF JSON Lines at all (None when
+    it is ASF, however broken): nothing in it read as a session header or an
+    entry, or its first line is a JSON object that is no session header."""
+    h = f.header
+    if h and (h.get("type") == "session" or str(h.get("format", "")).startswith("agentsession/")):
+        return None
+    if any(not e.obj.get("_unparsed") for e in f.entries) and not h:
+        return None
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError as e:
+        return f"cannot read it: {e.strerror or e}"
+    if not head.strip():
+        return "an empty file"
+    for magic, what in _MAGIC:
+        if head.startswith(magic):
+            return what
+    if b"\x00" in head:
+        return "a binary file"
+    if h:
+        kind = f"type {h['type']!r}" if "type" in h else "no type member"
+        return f"JSON Lines whose first object is not a session header ({kind}){_looks_like(p)}"
+    from ..jsonio import MISSING
+    from ..reading.io import load_json
+
+    doc, _ = load_json(p, 256 << 20)
+    if doc is MISSING:
+        return "neither JSON Lines nor a JSON document"
+    if isinstance(doc, dict) and str(doc.get("schema_version", "")).startswith("ATIF"):
+        return f"a JSON document (looks like ATIF, {doc['schema_version']})"
+    return f"a JSON document (a {'list' if isinstance(doc, list) else type(doc).__name__}{_looks_like(p, ', ')})"
+
+
+def _looks_like(p: Path, sep: str = "; ") -> str:
+    from ..registry import detect
+
+    det = detect(p)
+    return f"{sep}looks like {det.format.name}" if det.format is not None else ""
 
 
 def echo_text(obj) -> str:

@@ -8,12 +8,14 @@ saying which formats can."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from ..model import ReadOptions, TrajkitError
+from ..view.safe import printable
 from ._common import (
     EXIT_CANNOT_RUN,
     EXIT_CHECK_FAILED,
@@ -36,27 +38,29 @@ from ._common import (
 
 @click.command("detect")
 @click.argument("path", type=click.Path(exists=False))
-@click.option("--why", is_flag=True, help="Show every format and fingerprint considered.")
+@click.option("--why", is_flag=True, help="Show every format and fingerprint considered, up to the first strong match.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def detect_cmd(path: str, why: bool, as_json: bool) -> None:
     """Say which format PATH holds (a run, or any path inside one)."""
     from ..registry import detect
 
-    det = detect(path, exhaustive=why)
+    if not os.path.lexists(path):
+        fail(f"{printable(path)}: no such file or directory")
+    det = detect(path)
     for d in det.diagnostics:  # formats that failed to load, names claimed twice, sniffs that raised
-        click.echo(str(d), err=True)
+        click.echo(printable(str(d)), err=True)
     if as_json:
         echo_json(det.to_dict())
     else:
         if det.format is None:
-            click.echo(f"{path}: no known format")
+            click.echo(f"{printable(path)}: no known format")
         else:
             amb = "  (AMBIGUOUS)" if det.ambiguous else ""
-            click.echo(f"{det.format.name}\t{det.match.root}\tfingerprint {det.match.fingerprint!r}{amb}")
+            click.echo(printable(f"{det.format.name}\t{det.match.root}\tfingerprint {det.match.fingerprint!r}{amb}"))
         if why:
             for c in det.considered:
                 extra = f" -> {c.root} ({c.strength}; {c.reason})" if c.outcome == "match" else (f" ({c.reason})" if c.reason else "")
-                click.echo(f"  considered {c.format} [priority {c.priority}] at {c.path}: fingerprint {c.fingerprint!r} {c.outcome}{extra}")
+                click.echo(printable(f"  considered {c.format} [priority {c.priority}] at {c.path}: fingerprint {c.fingerprint!r} {c.outcome}{extra}"))
     if det.format is None:
         sys.exit(EXIT_CANNOT_RUN)
     if det.ambiguous:
@@ -238,14 +242,15 @@ def ls_cmd(root: str, as_json: bool, format_name: str | None, max_file_bytes: in
         if progress is not None:
             progress.stop()
     for d in diags:
-        click.echo(str(d), err=True)
+        click.echo(printable(str(d)), err=True)
     if as_json:
         echo_json(rows)
         return
     if not rows:
-        click.echo(f"no sessions under {root} (formats that list sessions: {', '.join(formats_that_can('ls')) or 'none'})", err=True)
+        click.echo(f"no sessions under {printable(root)} (formats that list sessions: {', '.join(formats_that_can('ls')) or 'none'})", err=True)
         return
     from rich.table import Table
+    from rich.text import Text
 
     con = out_console(soft_wrap=False)
     t = Table(expand=False)
@@ -253,20 +258,22 @@ def ls_cmd(root: str, as_json: bool, format_name: str | None, max_file_bytes: in
                     ("model", {}), ("cost", {"justify": "right"}), ("updated", {}), ("sub", {"justify": "right"})):
         t.add_column(col, **kw)
     for r in rows:
-        t.add_row(
-            str(r["id"]),
+        # Cells are Text (never markup) with control characters escaped: titles,
+        # ids and models come from the run.
+        t.add_row(*(Text(printable(str(cell))) for cell in (
+            r["id"],
             r.get("title") or "",
             r.get("status") or "?",
-            "?" if r.get("events") is None else str(r["events"]),
+            "?" if r.get("events") is None else r["events"],
             r.get("model") or "",
             "" if r.get("cost") is None else f"{r['cost']:.4f}",
             r.get("updated") or "",
-            str(r["subagents"]) if r.get("subagents") else "",
-        )
+            r["subagents"] if r.get("subagents") else "",
+        )))
     con.print(t)
     for r in rows:
         for d in r.get("diagnostics") or []:
-            click.echo(f"{d['severity']}[{d['code']}] {d.get('file', '')}: {d['message']}", err=True)
+            click.echo(printable(f"{d['severity']}[{d['code']}] {d.get('file', '')}: {d['message']}"), err=True)
 
 
 @click.command("context")
@@ -331,7 +338,7 @@ def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width
 
 
 def _cut(text: str, width: int) -> str:
-    text = text.replace("\n", "⏎ ")
+    text = printable(text.replace("\n", "⏎ "))
     return text if not width or len(text) <= width else text[: width - 1] + "…"
 
 
@@ -342,11 +349,11 @@ def _print_entries(entries: list[dict], width: int) -> None:
             head = f"call {n}{conv}: {e['llm_response_id']} (produced event {e['event_id']})"
         else:
             head = f"a call right after event {e['event_id']}{conv}"
-        click.echo(f"── {head} — {len(e['messages'])} messages")
+        click.echo(printable(f"── {head} — {len(e['messages'])} messages"))
         for m in e["messages"]:
             parts = m.get("content") or []
             text = " | ".join(p.get("text", "[image]") if isinstance(p, dict) else str(p) for p in parts) if isinstance(parts, list) else str(parts)
             calls = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in m.get("tool_calls") or [])
             head = m["role"] + (f"[{m['tool_call_id']}]" if m.get("tool_call_id") else "")
             body = text + (f"  → {calls}" if calls else "")
-            click.echo(f"  {head}: {_cut(body, width)}")
+            click.echo(f"  {printable(head)}: {_cut(body, width)}")

@@ -81,19 +81,21 @@ def write_normalized(session: Session, out_dir: Path, redactor: Any = None) -> N
                 rec["step"] = json_rows[int(parts[1])].get("step_id")
             out.secrets.append(rec)
 
+    # A lone surrogate (a cut emoji, a non-UTF-8 file name) is written as its
+    # escape (\udcff): in JSON that decodes back to the same string.
     p = out_dir / "steps.json"
-    data = (json.dumps(rows, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    data = (json.dumps(rows, ensure_ascii=False, indent=2) + "\n").encode("utf-8", "backslashreplace")
     write_atomic(p, data, make_parents=False)
     out.written.append(p)
     found(p, secret_scan.scan_json_bytes(data, rows), rows)
     p = out_dir / "task.md"
-    data = (task + ("\n" if task and not task.endswith("\n") else "")).encode("utf-8")
+    data = (task + ("\n" if task and not task.endswith("\n") else "")).encode("utf-8", "backslashreplace")
     write_atomic(p, data, make_parents=False)
     out.written.append(p)
     found(p, secret_scan.scan_text_bytes(data))
     if stages:
         p = out_dir / "stage_ranges.json"
-        data = (json.dumps(stages, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+        data = (json.dumps(stages, ensure_ascii=False, indent=2) + "\n").encode("utf-8", "backslashreplace")
         write_atomic(p, data, make_parents=False)
         out.written.append(p)
         found(p, secret_scan.scan_json_bytes(data, stages))

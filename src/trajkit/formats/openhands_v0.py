@@ -53,7 +53,7 @@ from ..model import (
 )
 from ..reading import io as read_io
 from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match
+from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..vocab.openhands import BUDGET_TEXT, V0_TOOLS
 from ..vocab.trials import HARBOR, TERMINAL_BENCH, find_results, find_verifier_dir, trial_outcome
 from ..steps import render_action, thinking_of
@@ -262,11 +262,13 @@ def _root_for(cand: Path, probe: Probe) -> tuple[Path, str, str] | tuple[Path, s
     return cand, STRONG, f"a {lay.kind} trial", lay
 
 
-def sniff(probe: Probe, cand: Path, fingerprint: str) -> Match | None:
+def sniff(probe: Probe, cand: Path, fingerprint: str) -> Match | Reject:
     """Whether ``cand`` is (or is inside) a V0 trial, session or flat export."""
     r = _root_for(cand, probe)
     if r is None:
-        return None
+        if probe.is_file(cand):
+            return Reject("not a V0 event file, page-cache shard or flat export (a JSON list of V0 events)")
+        return Reject("no V0 layout: no sessions/, agent/ or agent-logs/ of a trial, no events/ of <id>.json or event_cache/ shards")
     return Match(root=r[0], fingerprint=fingerprint, strength=r[1], reason=r[2], hint=r[3] if len(r) > 3 else None)
 
 
@@ -365,7 +367,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
     out = []
     files = session.files
     cap = opts.max_file_bytes
-    loads = jsonio.orjson.loads
+    loads = jsonio.fast_loads
     read_capped = read_io.read_capped
     for num, n in numbered:
         p = base + os.sep + n

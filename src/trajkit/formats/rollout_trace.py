@@ -51,7 +51,7 @@ from ..reading.builder import SessionBuilder
 from ..reading.io import iter_jsonl, read_capped
 from ..reading.pairing import pair_by_call_id
 from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match
+from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
 from ..vocab.opencode import OPENCODE_TOOLS
 from ..vocab.trials import find_verifier_dir
@@ -106,20 +106,20 @@ def trace_file_in(directory: Path, probe: Probe | None = None) -> Path | None:
     return None
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | None:
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if probe.is_file(candidate):
         if looks_like_trace(candidate, probe):
             return Match(candidate, fingerprint, STRONG, f"{candidate.name} holds captured model-call records")
-        return None
+        return Reject(f"{candidate.name} does not start like captured model-call records")
     trace = trace_file_in(candidate, probe)
     if trace is None:
-        return None
+        return Reject("no trace file (trace.json[l] or proxy_trace*.json[l]) here")
     if not looks_like_trace(trace, probe):
         if trace.name in TRACE_NAMES:
             # Named like a trace but empty, cut or damaged: still a rollout
             # directory, so the reader can say what is wrong with it.
             return Match(candidate, fingerprint, WEAK, f"{trace.name} is named like a trace but does not start like one")
-        return None
+        return Reject(f"{trace.name} does not start like captured model-call records")
     strength = STRONG if trace.name in TRACE_NAMES else WEAK
     return Match(candidate, fingerprint, strength, f"{trace.name} holds captured model-call records")
 

@@ -35,7 +35,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads
+from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, fast_loads, loads
 from ..diagnostics import ERROR, WARNING, Diagnostic
 
 #: Problem codes of :func:`read_capped`.
@@ -197,8 +197,8 @@ def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | N
         chunk = data[offset:end]
         if chunk.strip():
             try:
-                value = orjson.loads(chunk)
-            except orjson.JSONDecodeError:
+                value = fast_loads(chunk)
+            except ValueError:  # not JSON, or suspicious: the careful decode says what
                 value, d = loads(chunk, file)
                 if value is MISSING:
                     if last:
@@ -228,7 +228,7 @@ def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | N
                     continue
                 if d is not None:
                     d.line = lineno
-                    d.offset = offset
+                    d.offset = offset if d.offset is None else offset + d.offset
                     diags.append(d)
             yield JsonLine(value, lineno, offset, chunk)
         offset = end + 1

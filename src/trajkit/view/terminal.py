@@ -9,7 +9,9 @@ Agent output is hostile: every text that comes from the run (ids, types,
 paths, tasks, actions, observations, diagnostics) reaches rich as a
 ``Text`` object, never as console markup, so ``[/x]`` in a task cannot crash
 the table, ``[red]`` cannot restyle it and ``:smile:`` stays as written.
-Only the styles trajkit itself adds are styles.
+Only the styles trajkit itself adds are styles. Terminal escapes in that
+text (OSC 52 clipboard writes, title changes, clear-screen) are shown as
+escapes, never obeyed (:mod:`trajkit.view.safe`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from typing import Any
 
 from ..model import Session
+from .safe import printable
 from .transcript import StepsTable, Transcript, steps_table, transcript
 
 
@@ -34,10 +37,12 @@ def _console():
 
 def _text(*parts: Any):
     """A rich ``Text`` of ``parts``: strings as written, ``(string, style)``
-    pairs styled. Never parsed as markup or emoji codes."""
+    pairs styled. Never parsed as markup or emoji codes; control characters
+    and lone surrogates are shown escaped (:func:`~trajkit.view.safe.printable`),
+    never sent to the terminal."""
     from rich.text import Text
 
-    return Text.assemble(*parts)
+    return Text.assemble(*(printable(p) if isinstance(p, str) else (printable(p[0]), *p[1:]) for p in parts))
 
 
 def _cut(text: str | None, width: int) -> str:

@@ -11,20 +11,20 @@ import os
 from pathlib import Path
 
 from ...reading.probe import Probe
-from ...registry import STRONG, WEAK, Format, Match
+from ...registry import STRONG, WEAK, Format, Match, Reject
 from ...vocab.openhands import SDK_TOOLS
 from .layout import EVENT_NAME, conversation_dir, find_sessions, is_conversation_dir
 from .reader import FORMAT_NAME, read
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | None:
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     """Claim ``candidate`` when it is (or is inside) an SDK conversation."""
     if fingerprint == "event-*.json":
         if not EVENT_NAME.match(candidate.name) and not candidate.name.startswith("event-"):
-            return None
+            return Reject(f"{candidate.name} is not named event-<index>-<id>.json")
     root = conversation_dir(candidate, probe)
     if root is None:
-        return None
+        return Reject("not a conversation directory: no base_state.json, no events/event-*.json, no agent-server meta.json")
     base = str(root) + os.sep
     has_state = probe.is_file(base + "base_state.json")
     has_events = probe.is_dir(base + "events")

@@ -711,7 +711,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
     files_append = s.files.append
-    loads = orjson.loads
+    loads = jsonio.fast_loads
     read_capped = read_io.read_capped
     for ef in scan.ordered:
         path = ef.path
@@ -725,7 +725,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         try:
             raw = loads(data)
             d = None
-        except orjson.JSONDecodeError:
+        except ValueError:  # not JSON, or suspicious: the careful decode says what
             raw, d = jsonio.loads(data, path)
         if type(raw) is not dict:
             files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))

@@ -3,6 +3,7 @@ which events hang off it (``openhands-v1.md`` §4)."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from ...diagnostics import INFO, WARNING, Diagnostic
@@ -72,10 +73,18 @@ def branch(
         if eid is not None and eid not in index:
             index[eid] = i
     if unreadable and file_indices is not None:
+        # The event read before the lost file: among the events before i, the
+        # one with the greatest file index below it (the first such event on
+        # a tie). File indices seen so far are kept sorted, so each lookup is
+        # a bisection, not a scan of every earlier event (events sharing one
+        # unreadable parent used to cost quadratic time).
+        seen_fi: list[int] = []
+        first_at: dict[int, int] = {}
         for i, pid in enumerate(parents):
             if pid is not None and pid not in index and pid in unreadable:
                 lost = unreadable[pid]
-                j = max((k for k in range(i) if file_indices[k] < lost), default=None, key=lambda k: file_indices[k])
+                at = bisect.bisect_left(seen_fi, lost)
+                j = first_at[seen_fi[at - 1]] if at else None
                 parents[i] = ids[j] if j is not None else None
                 b.diagnostics.append(
                     Diagnostic(
@@ -86,6 +95,13 @@ def branch(
                         event_id=ids[i],
                     )
                 )
+            fi = file_indices[i]
+            if fi not in first_at:
+                first_at[fi] = i
+                if not seen_fi or fi > seen_fi[-1]:
+                    seen_fi.append(fi)  # file order: the common case, no shifting
+                else:
+                    bisect.insort(seen_fi, fi)
     leaf_i: int | None = None
     if isinstance(leaf_event_id, str) and leaf_event_id:
         if leaf_event_id in index:

@@ -10,6 +10,7 @@ still reads the prefix, and migrates pre-0.5 files in memory through
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -189,8 +190,36 @@ def read_asf(source: str | os.PathLike | bytes, path: str | None = None, migrate
             continue
         try:
             value = orjson.loads(chunk)
+            if chunk.count(b"[") + chunk.count(b"{") >= _DEEP and _too_deep(value):
+                # Nesting this deep cannot be hashed or walked (recursion):
+                # the line is kept as written and reported, never interpreted.
+                diags.append(Diagnostic(
+                    "asf.too-deep",
+                    f"the line nests {_DEEP} levels or more; the entry is not read",
+                    ERROR, file=path, line=lineno, offset=start,
+                ))
+                if not header_seen:
+                    header_seen = True
+                    f.header_text = chunk
+                else:
+                    f.entries.append(Entry(raw={"_unparsed": True}, line=lineno, offset=start, text=chunk))
+                continue
         except orjson.JSONDecodeError:
-            value = _tolerant_loads(chunk)
+            value, nonfinite = _tolerant_loads(chunk)
+            if nonfinite is not None and isinstance(value, dict):
+                # I-JSON has no NaN or Infinity, and nothing can hash it: the
+                # line is kept as written and reported, never interpreted.
+                diags.append(Diagnostic(
+                    "asf.non-finite-number",
+                    f"the line holds {nonfinite}, a number outside binary64 (NaN or Infinity); the entry is not read",
+                    ERROR, file=path, line=lineno, offset=start,
+                ))
+                if not header_seen:
+                    header_seen = True
+                    f.header_text = chunk
+                else:
+                    f.entries.append(Entry(raw={"_unparsed": True}, line=lineno, offset=start, text=chunk))
+                continue
         if value is None or not isinstance(value, dict):
             if last or not data[pos:].strip():
                 f.trailing = data[start:]
@@ -223,13 +252,42 @@ def read_asf(source: str | os.PathLike | bytes, path: str | None = None, migrate
     return f
 
 
-def _tolerant_loads(chunk: bytes) -> Any:
+#: Lines nesting this deep are refused (orjson writes at most 254 levels back).
+_DEEP = 255
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether ``value`` nests :data:`_DEEP` levels or more (orjson refuses to write it)."""
+    try:
+        orjson.dumps(value)
+    except TypeError as e:
+        return "Recursion" in str(e)
+    return False
+
+
+def _tolerant_loads(chunk: bytes) -> tuple[Any, str | None]:
+    """The standard library's decode of a line orjson refused (None when it
+    fails too), and the first non-finite number in it as written, if any
+    (``1e999999``, ``NaN``, ``-Infinity``)."""
     import json
 
+    nonfinite: list[str] = []
+
+    def parse_float(text: str) -> float:
+        v = float(text)
+        if not math.isfinite(v):
+            nonfinite.append(text)
+        return v
+
+    def parse_constant(text: str) -> float:
+        nonfinite.append(text)
+        return float(text)
+
     try:
-        return json.loads(chunk.decode("utf-8", "surrogatepass"))
+        value = json.loads(chunk.decode("utf-8", "surrogatepass"), parse_float=parse_float, parse_constant=parse_constant)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
+        return None, None
+    return value, (nonfinite[0][:40] if nonfinite else None)
 
 
 def _check_header(f: AsfFile) -> None:
