@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,37 @@ def test_certify_on_a_file_that_exists_but_no_format_cannot_run(cli, junk):
 def test_fcr_with_one_missing_path_among_good_ones(cli, tmp_path):
     p = cli("fcr", V0_TRIAL, tmp_path / "gone")
     assert p.returncode == 2 and p.stderr.strip() == f"trajkit: {tmp_path / 'gone'}: no such file or directory"
+
+
+def _conversation_id(conv: Path) -> str:
+    """The conversation's id as base_state.json spells it (hex or dashed), dashed."""
+    import uuid
+
+    return str(uuid.UUID(json.loads((conv / "base_state.json").read_text())["id"]))
+
+
+def test_ls_at_80_columns_keeps_ids_whole_and_shows_the_path():
+    """Issue 14 item 5: at 80 columns ls cut ids and models to 8 characters and had no path."""
+    import os
+    import subprocess
+    import sys
+
+    conv = Path(__file__).resolve().parent.parent / "examples" / "openhands-sdk-conversation"
+    env = dict(os.environ, COLUMNS="80")
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", str(conv.parent)], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    ident = _conversation_id(conv)
+    assert lines[0].startswith(ident + "  ")
+    assert f"  {conv}" in lines  # the path, whole, on a line of its own
+    state = json.loads((conv / "base_state.json").read_text())
+    model = state["agent"]["llm"]["model"]
+    assert any(model in line for line in lines)  # the model name, uncut
+    assert all(len(line) <= 80 for line in lines if not line.strip().startswith("/"))
+    # Wide enough: one table row per session, with a path column.
+    env["COLUMNS"] = "400"
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", str(conv.parent)], capture_output=True, text=True, env=env)
+    head = p.stdout.splitlines()[0].split()
+    assert head[0] == "id" and head[-1] == "path"
+    row = next(line for line in p.stdout.splitlines() if line.startswith(ident))
+    assert row.rstrip().endswith(str(conv)) and model in row

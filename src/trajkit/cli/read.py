@@ -249,28 +249,47 @@ def ls_cmd(root: str, as_json: bool, format_name: str | None, max_file_bytes: in
     if not rows:
         click.echo(f"no sessions under {printable(root)} (formats that list sessions: {', '.join(formats_that_can('ls')) or 'none'})", err=True)
         return
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    con = out_console(soft_wrap=False)
-    t = Table(expand=False)
-    for col, kw in (("id", {}), ("title", {"max_width": 40, "overflow": "ellipsis"}), ("status", {}), ("events", {"justify": "right"}),
-                    ("model", {}), ("cost", {"justify": "right"}), ("updated", {}), ("sub", {"justify": "right"})):
-        t.add_column(col, **kw)
-    for r in rows:
-        # Cells are Text (never markup) with control characters escaped: titles,
-        # ids and models come from the run.
-        t.add_row(*(Text(printable(str(cell))) for cell in (
-            r["id"],
-            r.get("title") or "",
-            r.get("status") or "?",
-            "?" if r.get("events") is None else r["events"],
-            r.get("model") or "",
-            "" if r.get("cost") is None else f"{r['cost']:.4f}",
-            r.get("updated") or "",
-            r["subagents"] if r.get("subagents") else "",
-        )))
-    con.print(t)
+    # Ids are what a user copies and the path is what they pass next, so
+    # both are always printed whole. A table when every cell fits the width;
+    # otherwise one block per session: id and facts, then its path.
+    cols = ("id", "status", "events", "model", "cost", "updated", "sub", "title", "path")
+    cells = [[printable(str(c)) for c in (
+        r["id"],
+        r.get("status") or "?",
+        "?" if r.get("events") is None else r["events"],
+        r.get("model") or "",
+        "" if r.get("cost") is None else f"{r['cost']:.4f}",
+        r.get("updated") or "",
+        r["subagents"] if r.get("subagents") else "",
+        r.get("title") or "",
+        r.get("path") or "",
+    )] for r in rows]
+    widths = [max([len(c)] + [min(len(row[i]), 40 if c == "title" else 1 << 30) for row in cells]) for i, c in enumerate(cols)]
+    con = out_console(soft_wrap=True)
+    if sum(widths) + 2 * (len(cols) - 1) <= con.width:
+        t = Table(expand=False, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
+        for col in cols:
+            kw = {"max_width": 40, "overflow": "ellipsis"} if col == "title" else {}
+            t.add_column(col, no_wrap=True, justify="right" if col in ("events", "cost", "sub") else "left", **kw)
+        for row in cells:
+            t.add_row(*(Text(c) for c in row))
+        con.print(t)
+    else:
+        for row in cells:
+            ident, status, events, model, cost, updated, sub, title, path = row
+            con.print(Text(f"{ident}  {status}  {events} events" + (f"  {sub} sub-agents" if sub else "")))
+            more = [model] if model else []
+            more += [f"${cost}"] if cost else []
+            more += [updated] if updated else []
+            if more:
+                con.print(Text("  " + "  ".join(more)))
+            if title:
+                con.print(Text(f"  {title}"))
+            con.print(Text(f"  {path}"))
     for r in rows:
         for d in r.get("diagnostics") or []:
             click.echo(printable(f"{d['severity']}[{d['code']}] {d.get('file', '')}: {d['message']}"), err=True)
