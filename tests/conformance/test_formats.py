@@ -16,6 +16,8 @@ For each example run:
 - ASF export verifies, ATIF export validates with Harbor's ``atif`` package,
   and the loss report places or explains every native event and file;
 - ``certify`` returns one of the terminal states;
+- ``trajkit view`` draws it: one step item per step, nothing loaded from
+  elsewhere;
 - seeded damage to every file of the run (cut short, bytes flipped, a JSON
   member dropped) never raises: the reader still returns a Session, and
   what it reports is documented.
@@ -244,3 +246,20 @@ def test_seeded_damage_never_raises(fmt, run, tmp_path):
                 failures.append(f"{rel} {name}: {type(e).__name__}: {e}")
             shutil.rmtree(copy, ignore_errors=True)
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("fmt,run", CASES)
+def test_renders_as_a_page(fmt, run):
+    """`trajkit view` draws every format: one step item per top-level step, in
+    order, and a page that loads nothing from elsewhere (the browser checks
+    live in tests/test_view_html.py)."""
+    from trajkit.view.html import page_data, render
+    from trajkit.view.transcript import transcript
+
+    session = registry.read(run)
+    tree = transcript(session)
+    items = page_data(tree, None, None, 1000)["items"]
+    assert sum(1 for it in items if it["k"] == "s") == len(session.steps)
+    page = render(tree)
+    assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page), "the page must not load anything from elsewhere"
