@@ -148,4 +148,6 @@ def test_conformance_suite_covers_the_plugin(site):
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance", "-k", "jsonl-demo"],
                        capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
     assert p.returncode == 0, p.stdout[-4000:] + p.stderr[-2000:]
-    assert "6 passed" in p.stdout, p.stdout[-2000:]
+    # one case per check that runs over every (format, example) pair
+    checks = (REPO / "tests" / "conformance" / "test_formats.py").read_text().count('@pytest.mark.parametrize("fmt,run", CASES)')
+    assert checks >= 7 and f"{checks} passed" in p.stdout, p.stdout[-2000:]
