@@ -88,6 +88,22 @@ def load_session(path: str, format_name: str | None = None, max_file_bytes: int 
         raise  # unreachable
 
 
+def ctb_labels(session: Session, ctb_row: str | None, ctb_id: str | None) -> dict[str, Any] | None:
+    """Attach the labels of a CodeTraceBench manifest row (``--ctb-row``,
+    ``--ctb-id``) to the session's steps; the row, or None without one. A
+    row that cannot be used is a could-not-run."""
+    if not ctb_row:
+        return None
+    from ..bench.ctb import apply_ctb_labels, load_manifest_row
+
+    try:
+        row = load_manifest_row(ctb_row, ctb_id, session=session)
+    except TrajkitError as e:
+        fail(str(e))
+    apply_ctb_labels(session, row)
+    return row
+
+
 def print_diagnostics(session: Session, min_severity: str = "info") -> None:
     """Diagnostics to stderr, one per line (control characters escaped: they quote run data)."""
     from ..view.safe import printable

@@ -19,6 +19,7 @@ from ..view.safe import printable
 from ._common import (
     EXIT_CANNOT_RUN,
     EXIT_CHECK_FAILED,
+    ctb_labels,
     console,
     echo_json,
     fail,
@@ -91,15 +92,7 @@ def steps_cmd(path, format_name, tz, max_file_bytes, view, as_json, as_jsonl, ex
         from ..registry import steps_per_view
 
         per_view = steps_per_view(session.source_path, session.format, ReadOptions(max_file_bytes=max_file_bytes))
-    row = None
-    if ctb_row:
-        from ..bench.ctb import apply_ctb_labels, load_manifest_row
-
-        try:
-            row = load_manifest_row(ctb_row, ctb_id, session=session)
-        except TrajkitError as e:
-            fail(str(e))
-        apply_ctb_labels(session, row)
+    row = ctb_labels(session, ctb_row, ctb_id)
     if as_json:
         doc = session.to_dict()
         if per_view is not None:

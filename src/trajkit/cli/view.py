@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ..model import ReadOptions, TrajkitError
-from ._common import EXIT_CHECK_FAILED, echo_json, fail, format_option, load_session, size_option, tz_option
+from ._common import EXIT_CHECK_FAILED, ctb_labels, echo_json, fail, format_option, load_session, size_option, tz_option
 
 
 def _read(path: str, format_name: str | None, max_file_bytes: int, view: str | None, tz: str | None):
@@ -109,15 +109,7 @@ def view_cmd(run, out, open_, do_certify, certificate, ctb_row, ctb_id, view, pa
     from ..view.transcript import transcript
 
     session = load_session(run, format_name, max_file_bytes, view=view, tz=tz)
-    row = None
-    if ctb_row:
-        from ..bench.ctb import apply_ctb_labels, load_manifest_row
-
-        try:
-            row = load_manifest_row(ctb_row, ctb_id, session=session)
-        except TrajkitError as e:
-            fail(str(e))
-        apply_ctb_labels(session, row)
+    row = ctb_labels(session, ctb_row, ctb_id)
     cert = _certificate_for(session, run, do_certify, certificate, format_name, max_file_bytes)
     if out is None:
         if not open_:
