@@ -31,6 +31,14 @@ def read(path, format=None, options=None):
     return _read(path, format=format, options=options)
 
 
+def read_all(path, format=None, options=None):
+    """Every session at ``path``: each one a container file holds
+    (``output.jsonl``, ``opencode.db``), or the one run (an iterator)."""
+    from .registry import read_all as _read_all
+
+    return _read_all(path, format=format, options=options)
+
+
 def detect(path):
     """Which format the run at ``path`` holds, and why (a :class:`~trajkit.registry.Detection`)."""
     from .registry import detect as _detect
@@ -40,5 +48,5 @@ def detect(path):
 
 __all__ = [
     "Diagnostic", "Event", "ReadOptions", "Ref", "Session", "SourceFile", "Step", "StepCountMismatch",
-    "ToolCall", "TrajkitError", "DetectionError", "Turn", "read", "detect", "__version__",
+    "ToolCall", "TrajkitError", "DetectionError", "Turn", "read", "read_all", "detect", "__version__",
 ]

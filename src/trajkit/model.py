@@ -770,7 +770,10 @@ class ReadOptions:
     raw-only reads). ``hint``: what detection already learned about the
     root (private to the format whose sniff made it), so a reader need not
     probe the layout twice; a reader checks it is its own and ignores it
-    otherwise.
+    otherwise. ``member``: which session of a container (one file or
+    database holding many sessions, a format declaring ``Format.members``)
+    to read; it is what follows ``#`` in an address such as
+    ``output.jsonl#django__django-11163``.
     """
 
     max_file_bytes: int = 1 << 30
@@ -778,6 +781,7 @@ class ReadOptions:
     tz: str | None = None
     steps: bool = True
     hint: Any = None
+    member: str | None = None
 
 
 class TrajkitError(Exception):

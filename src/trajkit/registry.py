@@ -134,6 +134,12 @@ class Format:
       captured model call normalized (the RL call record: request messages,
       tools, output ids, logprobs, prompt ids) with the event and line it
       came from; ``trajkit turns`` derives training turns from these.
+    - ``members(root, options) -> list[str]``: the ids of the sessions a
+      *container* holds (one file or database with many sessions, e.g. an
+      evaluation ``output.jsonl``); ``[]`` when ``root`` is a single session.
+      A session inside a container is addressed ``ROOT#ID`` and read with
+      ``ReadOptions(member=ID)``; :func:`read_all` and the verbs run over every
+      member when none is named, and :func:`read` refuses to guess.
     - ``tools``: the harness's tool table (tool name -> op and rendering),
       or None.
     - ``examples``: small runs shipped with the format, as absolute paths
@@ -153,6 +159,7 @@ class Format:
     views: Callable[[Path], list[str]] | None = None
     context: Callable[..., list[dict[str, Any]]] | None = None
     model_calls: Callable[[Session], list[tuple[Any, Any, Any]]] | None = None
+    members: Callable[[Path, ReadOptions], list[str]] | None = None
     tools: Any = None
     examples: tuple[str, ...] = ()
 
@@ -173,6 +180,7 @@ CAPABILITIES: dict[str, tuple[tuple[str, ...], str]] = {
     "context": (("context",), "show what the model saw"),
     "model_calls": (("model_calls",), "give model calls for training turns"),
     "tools": (("tools",), "name its tool table"),
+    "members": (("members",), "hold several sessions in one file"),
 }
 
 
@@ -215,6 +223,8 @@ class Detection:
     match: Match | None
     ambiguous: bool = False
     considered: list[Candidate] = field(default_factory=list)
+    #: the session named after ``#`` in the path (a container's member), if any
+    member: str | None = None
     #: what went wrong while detecting (a format's sniff raised), never fatal
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -229,6 +239,8 @@ class Detection:
             "ambiguous": self.ambiguous,
             "considered": [c.to_dict() for c in self.considered],
         }
+        if self.member is not None:
+            d["member"] = self.member
         if self.diagnostics:
             d["diagnostics"] = [x.to_dict() for x in self.diagnostics]
         return d
@@ -542,6 +554,22 @@ def _abs_path(path: str | os.PathLike) -> Path:
     return Path(logical_abspath(path))
 
 
+def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
+    """``path`` split into the container and the member it names:
+    ``output.jsonl#abc`` -> (``output.jsonl``, ``abc``): the longest part
+    before a ``#`` that exists is the container, so ids may hold ``#`` too. A
+    path that exists as written (a file whose name holds ``#``) names no
+    member, nor does one with no existing part before a ``#``."""
+    s = os.fspath(path)
+    if "#" not in s or os.path.lexists(s):
+        return s, None
+    i = len(s)
+    while (i := s.rfind("#", 0, i)) > 0:  # the longest part that exists is the container
+        if i + 1 < len(s) and os.path.lexists(s[:i]):
+            return s[:i], s[i + 1:]
+    return s, None
+
+
 def detect(
     path: str | os.PathLike,
     only: list[str] | None = None,
@@ -567,8 +595,9 @@ def detect(
     winner, its match and the ambiguity verdict are the same; ``considered``
     just lacks those outranked formats.
     """
+    path, member = split_member(path)
     p = _abs_path(path)
-    det = Detection(path=str(p), format=None, match=None)
+    det = Detection(path=str(p), format=None, match=None, member=member)
     probe = probe if probe is not None else Probe()
     if not probe.exists(p):
         return det
@@ -664,10 +693,12 @@ def root_for(path: str | os.PathLike, format: str) -> str:
     CLI's ``--format``); :func:`read` with a named format does no detection."""
     get_format(format)
     det = detect(path, only=[format])
-    return str(det.match.root) if det.match is not None else os.fspath(path)
+    if det.match is None:
+        return os.fspath(path)
+    return str(det.match.root) + (f"#{det.member}" if det.member is not None else "")
 
 
-def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None) -> Session:
+def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None, *, _listed: bool = False) -> Session:
     """Detect (unless ``format`` is named) and read the run at ``path``.
 
     With ``format`` named there is no detection at all: ``path`` is read as
@@ -677,9 +708,14 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     (``read.format-failed``).
     """
     options = options or ReadOptions()
+    path, member = split_member(path)
+    if member is not None:
+        options = dataclasses.replace(options, member=member)
     p = _abs_path(path)
     if format is not None:
-        session = _read_with(get_format(format), p, options)
+        fmt = get_format(format)
+        options = _one_member(fmt, p, options, check=not _listed)
+        session = _read_with(fmt, p, options)
         session.diagnostics.extend(load_problems())
         _flag_undecodable_names(session)
         return session
@@ -696,6 +732,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         raise DetectionError(f"{p}: ambiguous, several formats match equally well: {', '.join(tied)}; name one with --format")
     if det.match.hint is not None:
         options = dataclasses.replace(options, hint=det.match.hint)
+    options = _one_member(det.format, Path(det.match.root), options, check=not _listed)
     session = _read_with(det.format, det.match.root, options)
     session.diagnostics.extend(det.diagnostics)
     others = sorted({c.format for c in det.considered if c.outcome == "match" and c.format != det.format.name})
@@ -710,6 +747,80 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         )
     _flag_undecodable_names(session)
     return session
+
+
+def list_members(fmt: Format, root: Path, options: ReadOptions) -> list[str]:
+    """``fmt.members`` of ``root`` (``[]`` for a format that holds one session
+    per root, or a lister that raised: the reader then reports the problem)."""
+    if fmt.members is None:
+        return []
+    try:
+        ids = fmt.members(root, options)
+    except Exception:  # a lister must not take the read down; read() reports what is wrong
+        return []
+    return [str(i) for i in ids] if isinstance(ids, (list, tuple)) else []
+
+
+def _one_member(fmt: Format, root: Path, options: ReadOptions, check: bool = True) -> ReadOptions:
+    """``options`` naming the one session to read in ``root``: as given; the
+    only member of a one-session container; for a container of several,
+    :class:`DetectionError` listing how to name one (``read`` never guesses).
+    A named member must be one the container lists (unless ``check`` is off:
+    :func:`read_all` names only listed ones)."""
+    if options.member is not None:
+        if fmt.members is None:
+            raise DetectionError(f"{root}: a {fmt.name} run holds one session; #{options.member} names nothing in it")
+        if check:
+            ids = list_members(fmt, root, options)
+            if options.member not in ids:
+                shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+                raise DetectionError(f"{root}: no session {options.member!r} in it; it holds {len(ids)}: {shown or 'none'}")
+        return options
+    if fmt.members is None:
+        return options
+    ids = list_members(fmt, root, options)
+    if len(ids) == 1:
+        return dataclasses.replace(options, member=ids[0])
+    if len(ids) > 1:
+        shown = ", ".join(f"{root}#{i}" for i in ids[:3]) + (", ..." if len(ids) > 3 else "")
+        raise DetectionError(
+            f"{root}: holds {len(ids)} {fmt.name} sessions; name one as PATH#ID ({shown}) "
+            "or read them all (trajkit.read_all; the CLI verbs run over every one)"
+        )
+    return options
+
+
+def members(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None) -> list[str]:
+    """The addresses (``ROOT#ID``) of the sessions in the container at
+    ``path``; ``[path]`` when it holds one session or names one already.
+    Raises :class:`DetectionError` as :func:`read` does when no format matches."""
+    options = options or ReadOptions()
+    raw, member = split_member(path)
+    if member is not None:
+        return [os.fspath(path)]
+    if format is not None:
+        fmt, root = get_format(format), _abs_path(raw)
+    else:
+        det = detect(raw, decide_only=True)
+        if det.format is None or det.match is None:
+            p = _abs_path(raw)
+            if not os.path.exists(p):
+                raise DetectionError(f"{p}: no such file or directory")
+            raise DetectionError(f"{p}: no known format matches; try `trajkit detect --why`")
+        fmt, root = det.format, Path(det.match.root)
+    ids = list_members(fmt, root, options)
+    if not ids:
+        return [os.fspath(path)]
+    return [f"{root}#{i}" for i in ids]
+
+
+def read_all(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None) -> Iterator[Session]:
+    """Every session at ``path``: each member of a container, one after
+    the other (read lazily), or the one session :func:`read` gives."""
+    addresses = members(path, format=format, options=options)
+    listed = len(addresses) > 1 or addresses[0] != os.fspath(path)
+    for address in addresses:
+        yield read(address, format=format, options=options, _listed=listed)
 
 
 def steps_per_view(root: str | os.PathLike, format_name: str, options: ReadOptions | None = None) -> dict[str, Any]:

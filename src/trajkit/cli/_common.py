@@ -69,20 +69,56 @@ def fail(message: str, code: int = EXIT_CANNOT_RUN) -> None:
     sys.exit(code)
 
 
-def load_session(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30, **opts: Any) -> Session:
-    """Read a session for a verb, exiting with a clear message when nothing can be read."""
+def member_option(f):
+    return click.option("--member", "--instance", "member", default=None, metavar="ID",
+                        help="In a file holding many sessions (e.g. an evaluation output.jsonl): the one to use "
+                             "(the same as PATH#ID). Without it, every session in turn.")(f)
+
+
+def _address(path: str, member: str | None) -> str:
+    return f"{path}#{member}" if member is not None else path
+
+
+def _check_exists(path: str) -> None:
     import os
 
+    from ..registry import split_member
+
+    if not os.path.exists(split_member(path)[0]):
+        fail(f"{path}: no such file or directory")
+
+
+def load_session(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30, member: str | None = None,
+                 **opts: Any) -> Session:
+    """Read a session for a verb, exiting with a clear message when nothing can be read."""
     from ..registry import read, root_for
 
-    if not os.path.exists(path):
-        fail(f"{path}: no such file or directory")
+    path = _address(path, member)
+    _check_exists(path)
     try:
         if format_name is not None:
             # a named format reads without detection; a path inside the run
             # still finds the run's root, as that format alone sees it
             path = root_for(path, format_name)
         return read(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, **opts))
+    except (DetectionError, TrajkitError) as e:
+        fail(str(e))
+        raise  # unreachable
+
+
+def session_addresses(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30,
+                      member: str | None = None) -> list[str]:
+    """The sessions a verb runs over at ``path``: every member of a container
+    file (``output.jsonl``, ``opencode.db``) unless one is named, else the
+    one run. Exits 2 when nothing there can be read."""
+    from ..registry import members, root_for
+
+    path = _address(path, member)
+    _check_exists(path)
+    try:
+        if format_name is not None:
+            path = root_for(path, format_name)
+        return members(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
     except (DetectionError, TrajkitError) as e:
         fail(str(e))
         raise  # unreachable

@@ -5,7 +5,9 @@
 run is that run; under a directory, the sessions a format lists itself
 (``Format.find_sessions``) and every file or directory that detects as the
 root of a run (a single-file run such as a flat export or a rollout trace
-included), up to :data:`MAX_DEPTH` levels down. Relative and absolute paths
+included), up to :data:`MAX_DEPTH` levels down. A file holding many
+sessions (a format declaring ``members``) stands for each of them, named
+``PATH#ID``. Relative and absolute paths
 find the same runs: roots are compared resolved, and the runs are named in
 the caller's form (``runs/a`` under ``runs``).
 """
@@ -63,6 +65,20 @@ def _root_is(det, p: Path) -> bool:
         return False
 
 
+def _expand(det, p: Path) -> list[Path]:
+    """``p`` as the runs a batch verb goes over: each session of a container
+    file (``PATH#ID``, for a format declaring ``members``) unless ``p`` names
+    one already; ``[p]`` otherwise."""
+    from ..registry import list_members
+
+    if det.member is not None or det.format.members is None:
+        return [p]
+    from ..model import ReadOptions
+
+    ids = list_members(det.format, Path(det.match.root), ReadOptions())
+    return [Path(f"{p}#{i}") for i in ids] if ids else [p]
+
+
 def discover(
     paths: Iterable[str | os.PathLike],
     *,
@@ -85,7 +101,7 @@ def discover(
     directory that yielded no run (a file or folder of a format trajkit does
     not read, a symlinked folder), so a batch verb can say what it left out.
     """
-    from ..registry import detect, formats
+    from ..registry import detect, formats, split_member
 
     out: list[list[RunRef]] = []
     seen: set[str] = set()
@@ -99,7 +115,7 @@ def discover(
     for raw in paths:
         given = Path(raw)
         refs: list[RunRef] = []
-        if not given.exists():
+        if not os.path.exists(split_member(given)[0]):
             out.append(refs)
             continue
         if given.is_file() and certificates and _looks_like_certificate(given):
@@ -108,7 +124,8 @@ def discover(
             continue
         det = detect(given)
         if det.format is not None:
-            add(refs, RunRef(given, RUN, det.format.name, str(raw)))
+            for p in _expand(det, given):
+                add(refs, RunRef(p, RUN, det.format.name, str(raw)))
             out.append(refs)
             continue
         if not given.is_dir():
@@ -155,7 +172,8 @@ def discover(
                     continue
                 m = detect(c)
                 if _root_is(m, c):
-                    add(refs, RunRef(c, RUN, m.format.name, str(raw)))
+                    for p in _expand(m, c):
+                        add(refs, RunRef(p, RUN, m.format.name, str(raw)))
                 elif is_dir and depth < max_depth:
                     walk(c, depth + 1)
                 if on_skip and depth == 1 and len(refs) == before and not inside_claimed(c):
@@ -164,7 +182,8 @@ def discover(
                             if is_dir else "no known format")
 
         walk(given, 1)
-        refs.sort(key=lambda r: r.path)
+        # a container's sessions stay in the container's order, beside its path
+        refs.sort(key=lambda r: Path(split_member(r.path)[0]) if "#" in r.path.name else r.path)
         out.append(refs)
     return [r for refs in out for r in refs]
 
