@@ -142,6 +142,13 @@ class Format:
       member when none is named, and :func:`read` refuses to guess.
     - ``tools``: the harness's tool table (tool name -> op and rendering),
       or None.
+    - ``homes``: where the harness keeps the user's sessions, as path
+      templates (``~`` is the user's home; ``$NAME``/``${NAME}`` an
+      environment variable, and an entry naming an unset one is skipped;
+      ``${NAME:-default}`` falls back to ``default``, itself a template).
+      ``trajkit ls --harness NAME`` with no path lists every session under
+      each home that exists (:func:`home_dirs`). Needs ``find_sessions`` and
+      ``summarize`` too.
     - ``examples``: small runs shipped with the format, as absolute paths
       (build them from the module's ``__file__``; a plugin ships its own as
       package data). The conformance suite (``tests/conformance``) runs
@@ -161,6 +168,7 @@ class Format:
     model_calls: Callable[[Session], list[tuple[Any, Any, Any]]] | None = None
     members: Callable[[Path, ReadOptions], list[str]] | None = None
     tools: Any = None
+    homes: tuple[str, ...] | None = None
     examples: tuple[str, ...] = ()
 
     def can(self, capability: str) -> bool:
@@ -181,7 +189,84 @@ CAPABILITIES: dict[str, tuple[tuple[str, ...], str]] = {
     "model_calls": (("model_calls",), "give model calls for training turns"),
     "tools": (("tools",), "name its tool table"),
     "members": (("members",), "hold several sessions in one file"),
+    "homes": (("homes", "find_sessions", "summarize"), "list the user's sessions from its home folder"),
 }
+
+
+class _Unset(Exception):
+    """A home template names an environment variable that is not set."""
+
+
+def _expand_vars(text: str, env: Any, i: int = 0, stop: str = "") -> tuple[str, int]:
+    """``text[i:]`` with ``$NAME``, ``${NAME}`` and ``${NAME:-default}``
+    substituted from ``env``, up to an unmatched ``stop`` character; returns
+    the expansion and where it ended. Raises :class:`_Unset` for an unset
+    variable without a default."""
+    out: list[str] = []
+    while i < len(text):
+        c = text[i]
+        if stop and c == stop:
+            return "".join(out), i
+        if c != "$":
+            out.append(c)
+            i += 1
+            continue
+        if text.startswith("${", i):
+            m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").match(text, i + 2)
+            if m is None:
+                raise ValueError(f"bad variable at {i} in {text!r}")
+            name, j = m.group(0), m.end()
+            if text.startswith(":-", j):
+                default, j = _expand_vars(text, env, j + 2, "}")
+                value = env.get(name) or default
+            else:
+                if env.get(name) is None:
+                    raise _Unset(name)
+                value = env[name]
+            if not text.startswith("}", j):
+                raise ValueError(f"unclosed ${{ in {text!r}")
+            out.append(value)
+            i = j + 1
+            continue
+        m = re.compile(r"[A-Za-z_][A-Za-z0-9_]*").match(text, i + 1)
+        if m is None:
+            out.append(c)
+            i += 1
+            continue
+        if env.get(m.group(0)) is None:
+            raise _Unset(m.group(0))
+        out.append(env[m.group(0)])
+        i = m.end()
+    if stop:
+        raise ValueError(f"unclosed ${{ in {text!r}")
+    return "".join(out), i
+
+
+def expand_home(template: str, env: Any = None) -> Path | None:
+    """One ``Format.homes`` template as a path (environment from ``env``,
+    default ``os.environ``), or None when it names an unset variable without
+    a default. ``~`` at the start is ``$HOME``."""
+    env = os.environ if env is None else env
+    try:
+        text, _ = _expand_vars(template, env)
+    except _Unset:
+        return None
+    if text == "~" or text.startswith("~/"):
+        home = env.get("HOME") or os.path.expanduser("~")
+        text = home + text[1:]
+    return Path(text)
+
+
+def home_dirs(fmt: Format, env: Any = None) -> list[Path]:
+    """The folders where ``fmt``'s harness keeps the user's sessions, each
+    template of ``fmt.homes`` expanded (:func:`expand_home`), duplicates
+    removed, whether they exist or not."""
+    out: list[Path] = []
+    for t in fmt.homes or ():
+        p = expand_home(t, env)
+        if p is not None and p not in out:
+            out.append(p)
+    return out
 
 
 def formats_that_can(capability: str) -> list[str]:
@@ -674,7 +759,6 @@ def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
         session = fmt.read(root, options)
         if not isinstance(session, Session):
             raise TypeError(f"read returned a {type(session).__name__}, not a Session")
-        return session
     except Exception as e:  # a reader must not take the caller down
         session = Session(format=fmt.name, source_path=str(root))
         session.diag(
@@ -684,6 +768,7 @@ def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
             file=str(root),
         )
         return session
+    return session
 
 
 def root_for(path: str | os.PathLike, format: str) -> str:

@@ -209,44 +209,70 @@ def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, redact_s
 # ---------------------------------------------------------------- ls, context (every format that declares them)
 
 @click.command("ls")
-@click.argument("root", type=click.Path(exists=False))
+@click.argument("root", type=click.Path(exists=False), required=False)
+@click.option("--harness", "harness", default=None, metavar="NAME",
+              help="List the sessions of this format's harness: under ROOT, or, with no ROOT, under the harness's "
+                   "home folder (e.g. ~/.openhands/conversations).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array, one object per session (with its format).")
 @format_option
 @size_option
-def ls_cmd(root: str, as_json: bool, format_name: str | None, max_file_bytes: int) -> None:
+def ls_cmd(root: str | None, harness: str | None, as_json: bool, format_name: str | None, max_file_bytes: int) -> None:
     """List the sessions under ROOT, for every format that can list them
     (OpenHands SDK conversations: ~/.openhands/conversations, a directory
-    above several, one conversation, or a file inside one). Sub-agents are
-    counted with their parent, not listed."""
+    above several, one conversation, or a file inside one). With
+    ``--harness NAME`` and no ROOT, list the user's sessions from that
+    harness's home folder. Sub-agents are counted with their parent, not
+    listed."""
     import os
 
     from ..diagnostics import ERROR, Diagnostic
     from ..model import DetectionError
-    from ..registry import cannot, detect, formats, formats_that_can, get_format, origin
+    from ..registry import cannot, detect, formats, formats_that_can, get_format, home_dirs, origin
 
+    if harness and format_name and harness != format_name:
+        fail(f"--harness {harness} and --format {format_name} name different formats")
+    format_name = format_name or harness
     if format_name:
         try:
             fmts = [get_format(format_name)]
         except DetectionError as e:
             fail(str(e))
         if not fmts[0].can("ls"):
-            fail(f"{root}: {cannot(format_name, 'ls')}")
+            fail(f"{root or format_name}: {cannot(format_name, 'ls')}")
     else:
         fmts = [f for f in formats() if f.can("ls")]
-    if not os.path.exists(root):
-        fail(f"{root}: no such file or directory")
     diags: list[Diagnostic] = []
     found = []
-    for f in fmts:
-        try:
-            found += [(f, r) for r in f.find_sessions(root, diags)]
-        except Exception as e:  # a plugin's lister must not take ls down
-            diags.append(Diagnostic("read.format-failed", f"listing {f.name} sessions (from {origin(f.name)}) raised "
-                                    f"{type(e).__name__}: {e}", ERROR, file=os.path.abspath(root)))
-    if not found and not format_name:
-        det = detect(root)
-        if det.format is not None and not det.format.can("ls"):
-            fail(f"{root}: read as {det.format.name}; {cannot(det.format.name, 'ls')}")
+    if root is None:
+        if not harness:
+            fail("give a ROOT to list, or --harness NAME to list a harness's home folder "
+                 f"(harnesses with one: {', '.join(formats_that_can('homes')) or 'none installed'})")
+        if not fmts[0].can("homes"):
+            fail(f"{cannot(harness, 'homes')}")
+        homes = home_dirs(fmts[0])
+        present = [h for h in homes if os.path.isdir(h)]
+        if not present:
+            fail(f"no {harness} home folder here (looked in {', '.join(str(h) for h in homes) or 'nothing'})")
+        for home in present:
+            try:
+                found += [(fmts[0], r) for r in fmts[0].find_sessions(str(home), diags)]
+            except Exception as e:  # a plugin's lister must not take ls down
+                diags.append(Diagnostic("read.format-failed", f"listing {harness} sessions (from {origin(harness)}) raised "
+                                        f"{type(e).__name__}: {e}", ERROR, file=str(home)))
+        root = os.pathsep.join(str(h) for h in present)  # for the "no sessions under" line
+    else:
+        if not os.path.exists(root):
+            fail(f"{root}: no such file or directory")
+        for f in fmts:
+            try:
+                found += [(f, r) for r in f.find_sessions(root, diags)]
+            except Exception as e:  # a plugin's lister must not take ls down
+                diags.append(Diagnostic("read.format-failed", f"listing {f.name} sessions (from {origin(f.name)}) raised "
+                                        f"{type(e).__name__}: {e}", ERROR, file=os.path.abspath(root)))
+        if not found and not format_name:
+            det = detect(root)
+            if det.format is not None and not det.format.can("ls"):
+                fail(f"{root}: read as {det.format.name}; {cannot(det.format.name, 'ls')}")
     rows = []
     progress = None
     if len(found) > 50 and sys.stderr.isatty():

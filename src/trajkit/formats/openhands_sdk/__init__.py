@@ -64,6 +64,9 @@ FORMAT = Format(
     summarize=summarize,
     context=rebuild_context,
     tools=SDK_TOOLS,
+    # OpenHands CLI (openhands_cli/locations.py): $OPENHANDS_CONVERSATIONS_DIR,
+    # else $OPENHANDS_PERSISTENCE_DIR/conversations, which defaults to ~/.openhands
+    homes=("${OPENHANDS_CONVERSATIONS_DIR:-${OPENHANDS_PERSISTENCE_DIR:-~/.openhands}/conversations}",),
     examples=(str(Path(__file__).resolve().parent.parent / "fixtures" / "openhands-sdk" / "cd94562403b9487ebdd4018e3f531dfd"),),
 )
 
