@@ -303,3 +303,31 @@ def test_dotdot_is_logical_first_like_cd(tmp_path):
     # paths without '..' and missing paths are plain absolute paths
     assert logical_abspath(base / "sym") == str(base / "sym")
     assert logical_abspath(base / "nope" / ".." / "x") == str(base / "x")
+
+
+# ---------------------------------------------------------------- lazy capabilities
+
+
+def test_lazy_capability_imports_on_first_call_and_pickles():
+    """``registry.lazy``: a capability named as module:attribute is imported
+    only when called (a format's module stays light for detection), and
+    pickles by name (a Format goes to worker processes)."""
+    import pickle
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pickle\n"
+        "from trajkit.registry import lazy\n"
+        "f = lazy('colorsys:rgb_to_hsv')\n"
+        "assert 'colorsys' not in sys.modules, 'imported before the first call'\n"
+        "assert f(1.0, 0.0, 0.0) == (0.0, 1.0, 1.0)\n"
+        "assert 'colorsys' in sys.modules\n"
+        "g = pickle.loads(pickle.dumps(f))\n"
+        "assert g.ref == f.ref and g(0.0, 0.0, 0.0) == (0.0, 0.0, 0.0)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(ValueError, match="module:attribute"):
+        registry.lazy("no-colon")
+    assert pickle.loads(pickle.dumps(registry.lazy("os:getcwd")))() == os.getcwd()

@@ -94,6 +94,36 @@ class Reject:
     reason: str
 
 
+class lazy:
+    """A capability named as ``"module:attribute"`` and imported on its first
+    call, so a format's module (what detection imports for every format) can
+    stay small: its ``sniff`` and :class:`Format` up front, its reader behind
+    ``read=lazy("pkg.reader:read")``. Picklable (it keeps only the name), so
+    a Format travels to worker processes as it is."""
+
+    __slots__ = ("ref", "_fn")
+
+    def __init__(self, ref: str):
+        module, sep, attr = ref.partition(":")
+        if not (module and sep and attr):
+            raise ValueError(f"lazy({ref!r}): expected 'module:attribute'")
+        self.ref = ref
+        self._fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self._fn
+        if fn is None:
+            module, _, attr = self.ref.partition(":")
+            fn = self._fn = getattr(importlib.import_module(module), attr)
+        return fn(*args, **kwargs)
+
+    def __reduce__(self):
+        return (lazy, (self.ref,))
+
+    def __repr__(self) -> str:
+        return f"lazy({self.ref!r})"
+
+
 @dataclass(frozen=True)
 class Format:
     """A native format: how to recognise it, how to read it, and what else it
@@ -111,7 +141,9 @@ class Format:
       bad data.
 
     Declared capabilities (None / empty when the format cannot; verbs check
-    the attribute, never the format's name or its module):
+    the attribute, never the format's name or its module). ``read`` and every
+    callable capability may be a :class:`lazy` reference, imported on first
+    use: detection imports every format's module, so keep that module light.
 
     - ``find_sessions(root, diagnostics=None) -> list[Path]``: the session
       roots under a directory holding many (``convert DIR``, ``ls``);
