@@ -575,11 +575,11 @@ def get_format(name: str) -> Format:
     raise DetectionError(f"unknown format {name!r}; known: {', '.join(f.name for f in formats())}")
 
 
-def _candidates(path: Path) -> Iterator[Path]:
-    """The path and up to :data:`MAX_ANCESTORS` parents, nearest first (lazily)."""
+def _candidates(path: Path, ancestors: int = MAX_ANCESTORS) -> Iterator[Path]:
+    """The path and up to ``ancestors`` parents, nearest first (lazily)."""
     yield path
     p = path
-    for _ in range(MAX_ANCESTORS):
+    for _ in range(ancestors):
         parent = p.parent
         if parent == p:
             break
@@ -693,6 +693,7 @@ def detect(
     exhaustive: bool = False,
     probe: Probe | None = None,
     decide_only: bool = False,
+    ancestors: int = MAX_ANCESTORS,
 ) -> Detection:
     """Which format ``path`` (or the run it is inside) holds, and why.
 
@@ -711,6 +712,10 @@ def detect(
     since they cannot win (priority outranks strength and nearness). The
     winner, its match and the ambiguity verdict are the same; ``considered``
     just lacks those outranked formats.
+
+    ``ancestors``: how many parents are candidates (0: the path alone, what
+    :func:`trajkit.corpus.discover` asks while it walks down from a root
+    whose parents it has already ruled out).
     """
     path, member = split_member(path)
     p = _abs_path(path)
@@ -723,7 +728,7 @@ def detect(
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
     strong = False
-    for depth, cand in enumerate(_candidates(p)):
+    for depth, cand in enumerate(_candidates(p, ancestors)):
         cs = str(cand)
         is_dir = probe.is_dir(cs)
         rel_first = p.relative_to(cand).parts[0] if depth else None

@@ -9,7 +9,8 @@ export, certify or RL code:
 - :mod:`.export` — ``convert``, ``verify``;
 - :mod:`.certify` — ``certify``, ``fcr``;
 - :mod:`.rl` — ``turns``, ``proxy``;
-- :mod:`.view` — ``view`` (HTML pages).
+- :mod:`.view` — ``view`` (HTML pages);
+- :mod:`.corpus` — ``index`` (Parquet tables), ``query`` (SQL over them).
 
 What they share (options, JSON output, :func:`~._common.fail`, rich consoles
 and progress bars) is in :mod:`._common`; no verb module imports from this
@@ -45,6 +46,8 @@ LAZY_COMMANDS: dict[str, str] = {
     "turns": "trajkit.cli.rl:turns_cmd",
     "proxy": "trajkit.cli.rl:proxy_cmd",
     "view": "trajkit.cli.view:view_cmd",
+    "index": "trajkit.cli.corpus:index_cmd",
+    "query": "trajkit.cli.corpus:query_cmd",
 }
 
 __all__ = ["EXIT_CANNOT_RUN", "EXIT_CHECK_FAILED", "EXIT_OK", "LAZY_COMMANDS", "main"]

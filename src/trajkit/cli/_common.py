@@ -195,20 +195,35 @@ class LiveProgress:
     """A transient progress display on stderr, shown only when stderr is a
     terminal (so piped or redirected output never holds it), drawn from its
     first moment: ``status(text)`` while a count is not known yet, then
-    ``start(total, text)`` and ``update(done)``."""
+    ``start(total, text)`` and ``update(done)``. ``rate``: also the items per
+    second and the time remaining; ``quiet``: nothing at all."""
 
-    def __init__(self) -> None:
+    def __init__(self, rate: bool = False, quiet: bool = False, unit: str = "runs") -> None:
         self.console = console(stderr=True)
-        self.enabled = self.console.is_terminal
+        self.enabled = self.console.is_terminal and not quiet
+        self.rate = rate
+        self.unit = unit
         self._p = None
         self._task = None
 
     def __enter__(self) -> "LiveProgress":
         if self.enabled:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
 
-            self._p = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                               TimeElapsedColumn(), console=self.console, transient=True)
+            columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+            if self.rate:
+                unit = self.unit
+
+                class Rate(TextColumn):
+                    def render(self, task):  # items per second since the bar started; "…" before the first
+                        from rich.text import Text
+
+                        speed = task.finished_speed or task.speed
+                        return Text(f"{speed:,.1f} {unit}/s" if speed else f"- {unit}/s")
+
+                columns += [Rate(""), TextColumn("ETA"), TimeRemainingColumn()]
+            self._p = Progress(*columns, console=self.console, transient=True, refresh_per_second=4, speed_estimate_period=10)
             self._p.start()
         return self
 

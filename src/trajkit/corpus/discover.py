@@ -7,7 +7,9 @@ run is that run; under a directory, the sessions a format lists itself
 root of a run (a single-file run such as a flat export or a rollout trace
 included), up to :data:`MAX_DEPTH` levels down. A file holding many
 sessions (a format declaring ``members``) stands for each of them, named
-``PATH#ID``. Relative and absolute paths
+``PATH#ID``. With ``archives``, run
+archives (``.tar.zst``, ``.tar.gz``, ``.zip``: :mod:`trajkit.corpus.archive`)
+are listed as such (``kind == "archive"``). Relative and absolute paths
 find the same runs: roots are compared resolved, and the runs are named in
 the caller's form (``runs/a`` under ``runs``).
 """
@@ -24,6 +26,7 @@ MAX_DEPTH = 8
 
 RUN = "run"
 CERTIFICATE = "certificate"
+ARCHIVE = "archive"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +34,7 @@ class RunRef:
     """A run (or, when asked for, a certificate file) found under a given path."""
 
     path: Path
-    kind: str = RUN  # "run" | "certificate"
+    kind: str = RUN  # "run" | "certificate" | "archive"
     format: str | None = None
     given: str = ""  # the path it was found under, as the caller wrote it
 
@@ -59,8 +62,11 @@ def _named(found: Path, given: Path, given_abs: Path) -> Path:
 def _root_is(det, p: Path) -> bool:
     if det.format is None or det.match is None:
         return False
+    root = Path(det.match.root)
+    if os.path.abspath(root) == os.path.abspath(p):
+        return True
     try:
-        return Path(det.match.root).resolve() == p.resolve()
+        return root.resolve() == p.resolve()
     except OSError:
         return False
 
@@ -83,9 +89,11 @@ def discover(
     paths: Iterable[str | os.PathLike],
     *,
     certificates: bool = False,
+    archives: bool = False,
     max_depth: int = MAX_DEPTH,
     on_problem: Callable[[str], None] | None = None,
     on_skip: Callable[[Path, str], None] | None = None,
+    on_found: Callable[[RunRef], None] | None = None,
 ) -> list[RunRef]:
     """The runs under ``paths``, each once, in path order per given path.
 
@@ -100,22 +108,38 @@ def discover(
     ``on_skip(path, reason)`` hears of every entry directly under a given
     directory that yielded no run (a file or folder of a format trajkit does
     not read, a symlinked folder), so a batch verb can say what it left out.
+    ``on_found(ref)`` hears of each run as soon as it is found (in walk
+    order), so a batch can start before the walk ends.
+
+    The walk is linear in the entries below the given paths: each folder is
+    listed once, each entry is detected as a root on its own (its parents
+    were ruled out on the way down, so detection looks at no ancestor), with
+    one cached :class:`~trajkit.reading.probe.Probe` per folder that drops
+    the file heads it read once an entry is decided.
     """
+    from ..reading.probe import Probe
     from ..registry import detect, formats, split_member
+    from .archive import is_archive
 
     out: list[list[RunRef]] = []
     seen: set[str] = set()
 
-    def add(refs: list[RunRef], ref: RunRef) -> None:
-        key = os.path.realpath(ref.path)
+    def add(refs: list[RunRef], ref: RunRef, key: str | None = None) -> None:
+        key = key or os.path.realpath(ref.path)
         if key not in seen:
             seen.add(key)
             refs.append(ref)
+            if on_found is not None:
+                on_found(ref)
 
     for raw in paths:
         given = Path(raw)
         refs: list[RunRef] = []
         if not os.path.exists(split_member(given)[0]):
+            out.append(refs)
+            continue
+        if given.is_file() and archives and is_archive(given):
+            add(refs, RunRef(given, ARCHIVE, None, str(raw)))
             out.append(refs)
             continue
         if given.is_file() and certificates and _looks_like_certificate(given):
@@ -147,41 +171,68 @@ def discover(
                 add(refs, RunRef(p, RUN, fmt.name, str(raw)))
                 claimed.append(os.path.realpath(p))
 
-        def inside_claimed(c: Path) -> bool:
-            r = os.path.realpath(c)
-            return any(r == s or r.startswith(s + os.sep) for s in claimed)
+        claimed_set = set(claimed)
+        real_given = os.path.realpath(given)
+        given_s = os.fspath(given_abs)
 
-        def walk(d: Path, depth: int) -> None:
+        def real(cs: str) -> str:
+            # the walk follows no symlinked folder, so an entry's real path is the given root's plus its relative path
+            return real_given + cs[len(given_s):] if cs.startswith(given_s + os.sep) else os.path.realpath(cs)
+
+        def inside_claimed(cs: str) -> bool:
+            r = real(cs)
+            while True:
+                if r in claimed_set:
+                    return True
+                parent = os.path.dirname(r)
+                if parent == r or len(parent) < len(real_given):
+                    return False
+                r = parent
+
+        def walk(d: str, named: Path, depth: int) -> None:
+            probe = Probe()  # one per folder: its entries share the folder's listing, and it dies with the walk of it
             try:
-                children = sorted(d.iterdir())
+                with os.scandir(d) as it:
+                    entries = sorted(it, key=lambda e: e.name)
             except OSError as e:
                 if on_problem:
-                    on_problem(f"{d}: cannot list: {e.strerror or e}")
+                    on_problem(f"{named}: cannot list: {e.strerror or e}")
                 return
-            for c in children:
-                if c.name.startswith(".") or inside_claimed(c):
+            for entry in entries:
+                cs = entry.path  # absolute: the walk starts from the given path made absolute
+                if entry.name.startswith(".") or (claimed and inside_claimed(cs)):
                     continue
                 before = len(refs)
-                is_dir = c.is_dir()
-                if is_dir and c.is_symlink():
+                try:
+                    is_dir = entry.is_dir()
+                    is_link = entry.is_symlink()
+                except OSError:
+                    continue
+                if is_dir and is_link:
                     if on_skip and depth == 1:
-                        on_skip(c, "symlinked folder, not followed")
+                        on_skip(named / entry.name, "symlinked folder, not followed")
                     continue
-                if not is_dir and certificates and _looks_like_certificate(c):
-                    add(refs, RunRef(c, CERTIFICATE, None, str(raw)))
+                if not is_dir and archives and is_archive(cs):
+                    add(refs, RunRef(named / entry.name, ARCHIVE, None, str(raw)), real(cs))
                     continue
-                m = detect(c)
+                if not is_dir and certificates and _looks_like_certificate(Path(cs)):
+                    add(refs, RunRef(named / entry.name, CERTIFICATE, None, str(raw)), real(cs))
+                    continue
+                c = Path(cs)
+                m = detect(c, probe=probe, ancestors=0)
                 if _root_is(m, c):
-                    for p in _expand(m, c):
-                        add(refs, RunRef(p, RUN, m.format.name, str(raw)))
+                    for p in _expand(m, named / entry.name):
+                        member = p.name[len(entry.name):]  # "#ID" for a container's session, else ""
+                        add(refs, RunRef(p, RUN, m.format.name, str(raw)), None if is_link else real(cs) + member)
                 elif is_dir and depth < max_depth:
-                    walk(c, depth + 1)
-                if on_skip and depth == 1 and len(refs) == before and not inside_claimed(c):
+                    walk(cs, named / entry.name, depth + 1)
+                probe.drop_heads()
+                if on_skip and depth == 1 and len(refs) == before and not inside_claimed(cs):
                     what = "folder" if is_dir else "file"
-                    on_skip(c, f"no known format: no run found in this {what}"
+                    on_skip(named / entry.name, f"no known format: no run found in this {what}"
                             if is_dir else "no known format")
 
-        walk(given, 1)
+        walk(given_s, given, 1)
         # a container's sessions stay in the container's order, beside its path
         refs.sort(key=lambda r: Path(split_member(r.path)[0]) if "#" in r.path.name else r.path)
         out.append(refs)

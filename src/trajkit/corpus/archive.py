@@ -1,0 +1,282 @@
+"""Run archives (``.tar.zst``, ``.tar.gz`` / ``.tgz``, ``.zip``) read member by member.
+
+An archive is read as a stream, one member after the other (a ``.zip`` by
+its central directory); the archive is never unpacked as a whole. Members
+are taken in *groups*: the members under one top-level folder of the archive
+(under the second level when the whole archive sits in one folder, as
+``tar czf runs.tar.gz runs/`` makes it). Readers read paths, so each group
+is written, alone and capped, into a private folder in memory-backed
+storage (``/dev/shm`` when the machine has it, else the temporary
+directory), the runs in it are found with :func:`~trajkit.corpus.discover`
+and read, and the folder is removed before the next group is taken. At most
+one group is held at a time; its size is capped (``max_group_bytes``).
+
+Refused, each with a diagnostic and never written anywhere:
+
+- ``archive.unsafe-member``: an absolute name, a name with a ``..`` part or
+  a drive, a symbolic or hard link, a device or FIFO member (zip-slip and
+  its tar cousins);
+- ``archive.member-too-large``: a member over ``max_member_bytes`` (checked
+  on the declared size and again while reading, so a lying header is cut);
+- ``archive.group-too-large``: a group over ``max_group_bytes`` (its runs
+  are not read);
+- ``archive.too-large`` / ``archive.too-many-members``: the archive
+  expands past ``max_total_bytes`` or ``max_members``: the rest is not read;
+- ``archive.member-clash``: a member named twice, or a file where another
+  member needs a folder (the first one is kept);
+- ``archive.unreadable``: a damaged or truncated archive, or ``.tar.zst``
+  without the ``zstandard`` package (``pip install 'trajkit[archives]'``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import IO, Any, Callable, Iterator
+
+SUFFIXES = (".tar.zst", ".tar.gz", ".tgz", ".zip")
+
+ZSTD_MISSING = "reading .tar.zst needs the zstandard package: pip install 'trajkit[archives]'"
+
+
+def is_archive(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a run archive (by its suffix)."""
+    n = os.fspath(path).lower()
+    return n.endswith(SUFFIXES)
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """Size limits for reading an archive."""
+
+    max_member_bytes: int = 1 << 30
+    max_group_bytes: int = 2 << 30
+    max_total_bytes: int = 64 << 30
+    max_members: int = 1_000_000
+
+
+@dataclass(slots=True)
+class Problem:
+    """Something refused or wrong in an archive: a stable code, the member (or None) and why."""
+
+    code: str
+    member: str | None
+    message: str
+    severity: str = "warning"
+
+
+def safe_name(name: str) -> str | None:
+    """``name`` as a relative POSIX path inside the archive, or None when it
+    could escape (absolute, ``..``, a drive or a backslash path)."""
+    if not name or "\x00" in name:
+        return None
+    n = name.replace("\\", "/")
+    if n.startswith("/") or (len(n) > 1 and n[1] == ":"):
+        return None
+    parts = [p for p in PurePosixPath(n).parts if p not in ("", ".")]
+    if not parts or any(p == ".." for p in parts):
+        return None
+    return "/".join(parts)
+
+
+class _Capped:
+    """Reads at most ``cap`` bytes from a member stream; says when there was more."""
+
+    @staticmethod
+    def read(f: IO[bytes], cap: int) -> bytes | None:
+        data = f.read(cap + 1)
+        return None if len(data) > cap else data
+
+
+def _zip_is_link(info: zipfile.ZipInfo) -> bool:
+    mode = (info.external_attr >> 16) & 0xFFFF
+    return bool(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _members(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
+    """``(name, data)`` of every safe regular member, in archive order, within the caps."""
+    total = 0
+    count = 0
+    lower = path.lower()
+
+    def admit(name: str, size: int | None) -> str | None:
+        nonlocal count
+        count += 1
+        if count > caps.max_members:
+            problems.append(Problem("archive.too-many-members", None, f"more than {caps.max_members} members; the rest is not read", "error"))
+            raise _Stop
+        safe = safe_name(name)
+        if safe is None:
+            problems.append(Problem("archive.unsafe-member", name, "the name could write outside the run (absolute, `..` or a drive); refused"))
+            return None
+        if size is not None and size > caps.max_member_bytes:
+            problems.append(Problem("archive.member-too-large", safe, f"{size} bytes declared, over the {caps.max_member_bytes}-byte cap; not read"))
+            return None
+        return safe
+
+    def account(safe: str, data: bytes | None) -> bytes | None:
+        nonlocal total
+        if data is None:
+            problems.append(Problem("archive.member-too-large", safe, f"more than {caps.max_member_bytes} bytes; not read"))
+            return None
+        total += len(data)
+        if total > caps.max_total_bytes:
+            problems.append(Problem("archive.too-large", safe, f"the archive expands past {caps.max_total_bytes} bytes; the rest is not read", "error"))
+            raise _Stop
+        return data
+
+    try:
+        if lower.endswith(".zip"):
+            with zipfile.ZipFile(path) as zf:
+                for info in zf.infolist():
+                    if info.is_dir():
+                        continue
+                    if _zip_is_link(info):
+                        admit(info.filename, None)
+                        problems.append(Problem("archive.unsafe-member", info.filename, "a link or special file; refused"))
+                        continue
+                    safe = admit(info.filename, info.file_size)
+                    if safe is None:
+                        continue
+                    with zf.open(info) as f:
+                        data = account(safe, _Capped.read(f, caps.max_member_bytes))
+                    if data is not None:
+                        yield safe, data
+            return
+        with _tar_stream(path) as tf:
+            for m in tf:
+                if m.isdir():
+                    continue
+                if not m.isfile():
+                    admit(m.name, None)
+                    problems.append(Problem("archive.unsafe-member", m.name, "a link, device or FIFO member; refused"))
+                    continue
+                safe = admit(m.name, m.size)
+                if safe is None:
+                    continue
+                f = tf.extractfile(m)
+                data = account(safe, _Capped.read(f, caps.max_member_bytes) if f is not None else b"")
+                if data is not None:
+                    yield safe, data
+    except _Stop:
+        return
+    except _NoZstd:
+        problems.append(Problem("archive.unreadable", None, ZSTD_MISSING, "error"))
+    except (OSError, EOFError, tarfile.TarError, zipfile.BadZipFile, ValueError, RuntimeError) as e:
+        problems.append(Problem("archive.unreadable", None, f"cannot read the archive: {type(e).__name__}: {e}", "error"))
+
+
+class _Stop(Exception):
+    pass
+
+
+class _NoZstd(Exception):
+    pass
+
+
+class _tar_stream:
+    """A streaming ``tarfile`` over a gzip or zstd compressed file (no seeking)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._files: list[Any] = []
+
+    def __enter__(self) -> tarfile.TarFile:
+        raw = open(self.path, "rb")
+        self._files.append(raw)
+        if self.path.lower().endswith(".tar.zst"):
+            try:
+                import zstandard
+            except ImportError:
+                raise _NoZstd from None
+            reader = zstandard.ZstdDecompressor().stream_reader(raw)
+            self._files.append(reader)
+            tf = tarfile.open(fileobj=reader, mode="r|")
+        else:
+            tf = tarfile.open(fileobj=raw, mode="r|gz")
+        self._files.append(tf)
+        return tf
+
+    def __exit__(self, *exc: Any) -> None:
+        for f in reversed(self._files):
+            try:
+                f.close()
+            except Exception:
+                pass
+
+
+def scratch_root() -> str:
+    """Where groups are written: ``/dev/shm`` (memory) when usable, else the temporary directory."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return tempfile.gettempdir()
+
+
+def groups(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
+    """The archive's members in groups ``(prefix, [(name, data), ...])``:
+    consecutive members under the same top-level folder (the second level
+    when every member so far sits in one top folder). A group over
+    ``max_group_bytes`` is dropped with ``archive.group-too-large``."""
+    cur_key: str | None = None
+    cur: list[tuple[str, bytes]] = []
+    size = 0
+    over = False
+    wrapper: str | None = None
+    decided = False
+
+    def key_of(name: str) -> str:
+        parts = name.split("/")
+        if wrapper is not None and parts[0] == wrapper and len(parts) > 2:
+            return f"{parts[0]}/{parts[1]}"
+        return parts[0] if len(parts) > 1 else name
+
+    for name, data in _members(path, caps, problems):
+        if not decided:
+            first = name.split("/")
+            wrapper = first[0] if len(first) > 2 else None
+            decided = True
+        k = key_of(name)
+        if k != cur_key:
+            if cur_key is not None and not over:
+                yield cur_key, cur
+            cur_key, cur, size, over = k, [], 0, False
+        if over:
+            continue
+        size += len(data)
+        if size > caps.max_group_bytes:
+            problems.append(Problem("archive.group-too-large", k, f"the members under {k}/ exceed {caps.max_group_bytes} bytes; its runs are not read"))
+            cur, over = [], True
+            continue
+        cur.append((name, data))
+    if cur_key is not None and not over:
+        yield cur_key, cur
+
+
+def with_group(members: list[tuple[str, bytes]], fn: Callable[[str], Any], problems: list[Problem]) -> Any:
+    """Write ``members`` into a private scratch folder, call ``fn(folder)``,
+    remove the folder (whatever ``fn`` does). A member that cannot be placed
+    (a name given twice, a file where a folder is) is ``archive.member-clash``."""
+    d = tempfile.mkdtemp(prefix="trajkit-archive-", dir=scratch_root())
+    try:
+        for name, data in members:
+            target = os.path.join(d, *name.split("/"))
+            if not os.path.abspath(target).startswith(d + os.sep):  # safe_name already refused these
+                continue
+            try:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            except OSError as e:
+                problems.append(Problem("archive.member-clash", name, f"cannot be placed: {e.strerror or e}; the first one is kept"))
+                continue
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        return fn(d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

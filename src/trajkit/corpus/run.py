@@ -1,0 +1,215 @@
+"""The one batch engine every many-run verb goes through.
+
+``run(task, items, engine=...)`` applies a picklable ``task`` to every item
+(usually a :class:`~trajkit.corpus.discover.RunRef`) and hands the results
+back **per batch**, in input order, as :class:`Batch` objects. Batches are
+the unit of work (a process or Ray worker gets a batch of runs, not one run:
+the per-task overhead is paid once per batch) and the unit of commit (the
+index writes one manifest per batch, so a killed index resumes at a batch
+boundary).
+
+Engines:
+
+- ``serial``: in this process, one item after the other.
+- ``process``: the default; ``jobs`` worker processes
+  (:class:`concurrent.futures.ProcessPoolExecutor`), at most ``2 * jobs``
+  batches in flight, so the driver's memory does not grow with the corpus.
+- ``ray``: Ray Data (``pip install 'trajkit[ray]'``, imported only here and
+  only when asked). ``address`` joins a running cluster; otherwise a local
+  ``ray.init(num_cpus=jobs)``.
+
+A task is a picklable callable ``task(item) -> result``. It must not raise
+on bad data (a run that cannot be read is a result saying so); an exception
+anyway (a bug) is caught per item and handed back as a :class:`Failed`
+result, so one bad run never stops the batch.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+SERIAL = "serial"
+PROCESS = "process"
+RAY = "ray"
+ENGINES = (SERIAL, PROCESS, RAY)
+
+#: Items per batch unless the caller says otherwise.
+DEFAULT_BATCH = 64
+
+RAY_MISSING = "the ray engine needs Ray Data: pip install 'trajkit[ray]'"
+
+
+class EngineError(Exception):
+    """The engine cannot run as asked (unknown engine, Ray not installed or unreachable)."""
+
+
+@dataclass(slots=True)
+class Failed:
+    """What a task raised for one item (a bug: tasks report bad data as results)."""
+
+    item: Any
+    error: str
+
+
+@dataclass(slots=True)
+class Batch:
+    """One batch: its number (0-based, in input order), its items, and one result per item."""
+
+    number: int
+    items: list[Any]
+    results: list[Any] = field(default_factory=list)
+
+
+def default_jobs() -> int:
+    """The CPUs this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _apply(task: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+    out = []
+    for it in items:
+        try:
+            out.append(task(it))
+        except Exception as e:  # a task bug must not lose the batch
+            out.append(Failed(it, f"{type(e).__name__}: {e}"))
+    return out
+
+
+def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """``items`` cut into lists of ``size`` (the last may be shorter)."""
+    cur: list[Any] = []
+    for it in items:
+        cur.append(it)
+        if len(cur) >= size:
+            yield cur
+            cur = []
+    if cur:
+        yield cur
+
+
+def run(
+    task: Callable[[Any], Any],
+    items: Iterable[Any],
+    engine: str = PROCESS,
+    jobs: int | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    address: str | None = None,
+) -> Iterator[Batch]:
+    """``task`` over ``items``, yielded batch by batch in input order.
+
+    ``jobs``: worker processes (process) or CPUs (local Ray); default: the
+    CPUs available. ``process`` with one job, or with a single batch, runs
+    serially (a pool would only add its start-up). Raises
+    :class:`EngineError` for an unknown engine or a Ray that cannot start.
+    """
+    if engine not in ENGINES:
+        raise EngineError(f"unknown engine {engine!r}; one of: {', '.join(ENGINES)}")
+    jobs = max(1, jobs or default_jobs())
+    size = max(1, batch_size)
+    if engine == RAY:
+        yield from _run_ray(task, items, jobs, size, address)
+        return
+    chunks = batches(items, size)
+    if engine == SERIAL or jobs == 1:
+        for n, chunk in enumerate(chunks):
+            yield Batch(n, chunk, _apply(task, chunk))
+        return
+    first = next(chunks, None)
+    if first is None:
+        return
+    second = next(chunks, None)
+    if second is None:
+        yield Batch(0, first, _apply(task, first))
+        return
+    yield from _run_process(task, _chain(first, second, chunks), jobs)
+
+
+def _chain(a: list[Any], b: list[Any], rest: Iterator[list[Any]]) -> Iterator[list[Any]]:
+    yield a
+    yield b
+    yield from rest
+
+
+def _run_process(task: Callable[[Any], Any], chunks: Iterator[list[Any]], jobs: int) -> Iterator[Batch]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    pending: deque = deque()
+    n = 0
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for chunk in chunks:
+            pending.append((n, chunk, pool.submit(_apply, task, chunk)))
+            n += 1
+            while len(pending) >= 2 * jobs:
+                k, items, fut = pending.popleft()
+                yield Batch(k, items, fut.result())
+        while pending:
+            k, items, fut = pending.popleft()
+            yield Batch(k, items, fut.result())
+
+
+# ---------------------------------------------------------------- Ray Data
+
+_ray_started_here = False
+
+
+def ray_init(jobs: int, address: str | None = None) -> Any:
+    """Import Ray and connect: to ``address`` when given, else a local
+    ``ray.init(num_cpus=jobs)`` (once per process; later calls reuse it)."""
+    global _ray_started_here
+    try:
+        import ray
+    except ImportError as e:
+        raise EngineError(f"{RAY_MISSING} ({e})") from None
+    if not ray.is_initialized():
+        try:
+            if address:
+                ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
+            else:
+                ray.init(num_cpus=jobs, ignore_reinit_error=True, include_dashboard=False, log_to_driver=False)
+                _ray_started_here = True
+        except Exception as e:  # a cluster that cannot be reached is an engine error, not a traceback
+            raise EngineError(f"cannot start Ray{' at ' + address if address else ''}: {type(e).__name__}: {e}") from None
+    return ray
+
+
+class _RayBatch:
+    """The Ray Data map function: one row per batch of items (pickled), one row of pickled results back."""
+
+    def __init__(self, task: Callable[[Any], Any]) -> None:
+        self.task = task
+
+    def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
+        import pickle
+
+        items = pickle.loads(row["items"])
+        return {"number": row["number"], "results": pickle.dumps(_apply(self.task, items))}
+
+
+def _run_ray(task: Callable[[Any], Any], items: Iterable[Any], jobs: int, size: int, address: str | None) -> Iterator[Batch]:
+    import pickle
+
+    ray = ray_init(jobs, address)
+    import ray.data
+
+    chunks = list(batches(items, size))
+    if not chunks:
+        return
+    rows = [{"number": n, "items": pickle.dumps(c)} for n, c in enumerate(chunks)]
+    ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_RayBatch(task))
+    # Ray Data may finish blocks out of order: hold early ones until their turn.
+    held: dict[int, list[Any]] = {}
+    want = 0
+    for row in ds.iter_rows():
+        held[int(row["number"])] = pickle.loads(row["results"])
+        while want in held:
+            yield Batch(want, chunks[want], held.pop(want))
+            want += 1
+    while want in held:  # pragma: no cover - iter_rows gives every row
+        yield Batch(want, chunks[want], held.pop(want))
+        want += 1
