@@ -21,7 +21,6 @@ is reported beside it.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -133,13 +132,16 @@ def certify_many(items: list[Item], opts: CertifyOptions, jobs: int = 1, progres
         if progress:
             progress(done, len(items))
 
-    if jobs > 1 and len(items) > 1:
-        with ProcessPoolExecutor(max_workers=jobs) as ex:
-            for i, (it, d, why) in enumerate(ex.map(_certify_item, work, chunksize=4)):
-                take(i, it, d, why)
-    else:
-        for i, w in enumerate(work):
-            take(i, *_certify_item(w))
+    from ..corpus.run import PROCESS, SERIAL, Failed, run
+
+    i = 0
+    for batch in run(_certify_item, work, engine=PROCESS if jobs > 1 else SERIAL, jobs=jobs, batch_size=4):
+        for w, got in zip(batch.items, batch.results):
+            if isinstance(got, Failed):  # certify never raises on data; a bug is this input's problem, not the batch's
+                take(i, w[0], None, got.error)
+            else:
+                take(i, *got)
+            i += 1
     return [r for r in results if r is not None]
 
 

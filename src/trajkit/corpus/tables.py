@@ -361,7 +361,7 @@ def session_rows(session: Session, rid: str, rel: Relativizer, out: dict[str, li
 def run_row(session: Session | None, rid: str, unit: Any, totals: dict[str, Any] | None, version: str) -> dict[str, Any]:
     """The ``runs`` row of one run (``session`` None: it could not be read)."""
     row: dict[str, Any] = {name: None for name, _, _ in TABLES["runs"]}
-    row.update({"run_id": rid, "source": unit.source, "root": unit.root, "path": unit.path,
+    row.update({"run_id": rid, "source": unit.source, "root": unit.root, "path": unit.rel,
                 "size_bytes": unit.size, "mtime": unit.mtime, "trajkit_version": version,
                 "read_ok": session is not None, "models": []})
     if session is None or totals is None:
