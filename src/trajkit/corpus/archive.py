@@ -95,8 +95,8 @@ class _Capped:
 
 
 def _zip_is_link(info: zipfile.ZipInfo) -> bool:
-    mode = (info.external_attr >> 16) & 0xFFFF
-    return bool(mode) and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    kind = stat.S_IFMT((info.external_attr >> 16) & 0xFFFF)  # 0: no Unix type recorded (a plain file)
+    return kind not in (0, stat.S_IFREG, stat.S_IFDIR)
 
 
 def _members(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
