@@ -161,7 +161,7 @@ def test_kill_9_then_resume_without_duplicates(corpus, tmp_path):
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     while time.time() < deadline:
-        if (out / MANIFESTS).is_dir() and len(os.listdir(out / MANIFESTS)) >= 4:
+        if (out / MANIFESTS).is_dir() and len([n for n in os.listdir(out / MANIFESTS) if n.endswith(".json") and not n.startswith(".")]) >= 4:
             break
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)

@@ -114,10 +114,13 @@ def _temp(target: Path) -> tuple[int, Path]:
 
 
 @contextmanager
-def atomic_open(path: str | os.PathLike, make_parents: bool = True) -> Iterator[BinaryIO]:
+def atomic_open(path: str | os.PathLike, make_parents: bool = True, durable: bool = True) -> Iterator[BinaryIO]:
     """A binary file to write ``path`` through: on a clean exit it is synced
     and renamed over ``path``; on an exception the temporary file is removed
-    and ``path`` is left as it was."""
+    and ``path`` is left as it was. ``durable=False`` skips the ``fsync`` of
+    the file and its folder (a killed process still leaves the old file or
+    the new one; a power loss may leave neither): for files a later durable
+    write commits, whose reader checks they are there (the index's batches)."""
     target = Path(path)
     if make_parents:
         try:
@@ -133,7 +136,8 @@ def atomic_open(path: str | os.PathLike, make_parents: bool = True) -> Iterator[
             try:
                 yield f
                 f.flush()
-                os.fsync(f.fileno())
+                if durable:
+                    os.fsync(f.fileno())
             except OSError as e:
                 raise _error(target, e) from None
         try:
@@ -147,12 +151,13 @@ def atomic_open(path: str | os.PathLike, make_parents: bool = True) -> Iterator[
                 os.unlink(tmp)
             except OSError:
                 pass
-    _fsync_dir(target.parent)
+    if durable:
+        _fsync_dir(target.parent)
 
 
-def write_atomic(path: str | os.PathLike, data: bytes, make_parents: bool = True) -> Path:
-    """Write ``data`` to ``path`` atomically (see the module docstring)."""
+def write_atomic(path: str | os.PathLike, data: bytes, make_parents: bool = True, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` atomically (see the module docstring and :func:`atomic_open` for ``durable``)."""
     target = Path(path)
-    with atomic_open(target, make_parents=make_parents) as f:
+    with atomic_open(target, make_parents=make_parents, durable=durable) as f:
         f.write(data)
     return target

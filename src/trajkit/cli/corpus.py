@@ -46,7 +46,8 @@ def index_cmd() -> None:
 @click.option("--engine", type=click.Choice(["process", "serial", "ray"]), default="process", show_default=True,
               help="How runs are read: worker processes, this process, or Ray Data (the [ray] extra).")
 @click.option("--jobs", "-j", type=int, default=None, help="Worker processes (or local Ray CPUs); default: the CPUs available.")
-@click.option("--batch-size", type=int, default=64, show_default=True, help="Runs per batch (the unit of work and of commit).")
+@click.option("--batch-size", type=int, default=1000, show_default=True,
+              help="Runs per committed batch (a killed index resumes after the last one); workers get chunks of at most 64.")
 @click.option("--ray-address", default=None, metavar="ADDR", help="Join this Ray cluster instead of starting a local Ray.")
 @click.option("--certify", "do_certify", is_flag=True, help="Also certify each run (the certificates table).")
 @click.option("--turns", "do_turns", is_flag=True, help="Also derive training turns from runs that capture model calls (the turns table).")
@@ -81,14 +82,26 @@ def index_build_cmd(roots, out_dir, engine, jobs, batch_size, ray_address, do_ce
                         max_member_bytes=max_file_bytes, max_total_bytes=max_archive_bytes)
     problems: list[str] = []
     with LiveProgress(rate=True, quiet=quiet) as bar:
-        bar.status(f"finding runs under {', '.join(roots)}")
+        # runs are read while they are still being found: the total grows until the walk ends
+        seen = {"found": 0, "done": 0, "final": False}
+        bar.start(0, "indexing (finding runs)")
+
+        def found(n: int) -> None:
+            seen["found"] = n
+            bar.update(seen["done"], total=max(n, seen["done"]))
+
+        def progressed(done: int) -> None:
+            seen["done"] = done
+            bar.update(done, total=max(seen["found"], done) if not seen["final"] else None)
+
+        def walked(total: int, _skipped: int) -> None:
+            seen["found"], seen["final"] = total, True
+            bar.update(seen["done"], total=total, text="indexing")
+
         try:
             res = build(
                 list(roots), out_dir, opts, engine=engine, jobs=jobs, batch_size=batch_size, address=ray_address,
-                on_discovered=lambda n: bar.status(f"finding runs: {n:,} so far"),
-                on_start=lambda total, skipped: bar.start(total, f"indexing ({skipped:,} unchanged)" if skipped else "indexing"),
-                on_progress=lambda done: bar.update(done),
-                on_problem=problems.append,
+                on_discovered=found, on_start=walked, on_progress=progressed, on_problem=problems.append,
             )
         except (IndexError_, EngineError) as e:
             fail(str(e))

@@ -7,7 +7,10 @@ Layout of an index directory ``DIR``::
     DIR/<table>/<batch>.parquet       the batch's rows of each table (tables.TABLES)
 
 A batch is committed when its manifest exists: the Parquet files are written
-first (atomically, under their final names), then the manifest (atomically).
+first (atomically, under their final names), then the manifest (atomically
+and durably: only the manifest is synced to disk; a manifest whose files are
+missing, as a power loss could leave it, does not count and its runs are
+read again).
 A process killed at any point leaves either a committed batch or files no
 manifest names; the next run deletes those, and readers (``status``,
 ``query``) only ever look at files a manifest names, so no row is counted
@@ -36,6 +39,8 @@ from .tasks import IndexOptions, IndexTask, Unit, UnitRows
 MANIFESTS = "_manifests"
 LOCK = ".lock"
 MANIFEST_FORMAT = "trajkit.index/1"
+#: Runs per engine task (a worker's unit of work); a committed batch gathers several.
+ENGINE_CHUNK = 64
 
 
 class IndexError_(Exception):
@@ -115,6 +120,10 @@ def load_manifests(out: Path) -> tuple[list[dict[str, Any]], list[str]]:
         if not isinstance(doc, dict) or doc.get("format") != MANIFEST_FORMAT:
             problems.append(f"{d / n}: not a trajkit index manifest")
             continue
+        missing = [rel for rel in (doc.get("files") or {}).values() if not os.path.isfile(out / rel)]
+        if missing:  # its data never reached the disk (a power loss): not committed, its runs are read again
+            problems.append(f"{d / n}: batch files missing ({', '.join(missing[:3])}); its runs will be read again")
+            continue
         found.append(doc)
     return found, problems
 
@@ -167,58 +176,88 @@ def _prune(out: Path, manifests: list[dict[str, Any]]) -> int:
 
 # ---------------------------------------------------------------- units
 
-def _tree_key(path: str) -> tuple[int, float]:
-    """(total bytes, newest mtime) of the files of a run (a file, or a directory tree)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return 0, 0.0
-    if not os.path.isdir(path):
-        return st.st_size, st.st_mtime
-    size, newest = 0, st.st_mtime
-    stack = [path]
-    while stack:
-        d = stack.pop()
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    try:
-                        if e.is_dir(follow_symlinks=False):
-                            stack.append(e.path)
-                            s = e.stat(follow_symlinks=False)
-                        else:
-                            s = e.stat()
-                            size += s.st_size
-                    except OSError:
-                        continue
-                    if s.st_mtime > newest:
-                        newest = s.st_mtime
-        except OSError:
-            continue
-    return size, newest
+def unit_of(ref: Any, raw: str) -> Unit:
+    """The :class:`Unit` of a found run (or archive) under the ROOT ``raw`` (as given)."""
+    from .discover import ARCHIVE
+
+    given = os.path.abspath(os.fspath(raw))
+    name = os.path.basename(given.rstrip(os.sep)) or given
+    p = os.path.abspath(os.fspath(ref.path))
+    rel = "." if p == given else os.path.relpath(p, given).replace(os.sep, "/")
+    source = name if rel == "." else f"{name}/{rel}"
+    return Unit(path=p, source=source, root=os.fspath(raw), rel=rel, archive=ref.kind == ARCHIVE)
 
 
-def units(roots: Iterable[str], on_problem: Callable[[str], None] | None = None,
-          on_found: Callable[[int], None] | None = None) -> list[Unit]:
-    """The runs and run archives under ``roots``, as :class:`Unit` s with their change keys."""
-    from .discover import ARCHIVE, discover
+def units(roots: Iterable[str], on_problem: Callable[[str], None] | None = None) -> list[Unit]:
+    """The runs and run archives under ``roots``, as :class:`Unit` s (change keys not yet worked out)."""
+    from .discover import discover
 
     out: list[Unit] = []
     for raw in roots:
-        given = os.path.abspath(os.fspath(raw))
-        name = os.path.basename(given.rstrip(os.sep)) or given
-        for ref in discover([raw], archives=True, on_problem=on_problem):
-            p = os.path.abspath(os.fspath(ref.path))
-            container = p.split("#", 1)[0] if not os.path.exists(p) else p
-            rel = os.path.relpath(p, given) if p != given else "."
-            rel = rel.replace(os.sep, "/")
-            source = name if rel == "." else f"{name}/{rel}"
-            size, mtime = _tree_key(container)
-            out.append(Unit(path=p, source=source, root=os.fspath(raw), rel=rel, size=size, mtime=mtime,
-                            archive=ref.kind == ARCHIVE))
-            if on_found is not None and len(out) % 256 == 0:
-                on_found(len(out))
+        out.extend(unit_of(ref, raw) for ref in discover([raw], archives=True, on_problem=on_problem))
     return out
+
+
+class _Found:
+    """The runs under the roots, found by a background thread while the engine
+    already reads the first ones: an iterator of :class:`Unit` s (each with the
+    key the index holds for it, unless its batch is already superseded)."""
+
+    _END = object()
+
+    def __init__(self, roots: list[str], have: dict[str, tuple[int, float, str]], dead: set[str],
+                 on_problem: Callable[[str], None] | None, on_found: Callable[[int], None] | None) -> None:
+        import queue
+        import threading
+
+        self.q: Any = queue.Queue(maxsize=4096)
+        self.have, self.dead = have, dead
+        self.on_problem, self.on_found = on_problem, on_found
+        self.sources: set[str] = set()
+        self.count = 0
+        self.error: BaseException | None = None
+        self.done = False
+        self.thread = threading.Thread(target=self._walk, args=(roots,), daemon=True, name="trajkit-discover")
+        self.thread.start()
+
+    def _walk(self, roots: list[str]) -> None:
+        from .discover import discover
+
+        try:
+            for raw in roots:
+                def found(ref: Any, raw: str = raw) -> None:
+                    u = unit_of(ref, raw)
+                    self.q.put(u)
+
+                discover([raw], archives=True, on_problem=self.on_problem, on_found=found)
+        except BaseException as e:  # pragma: no cover - surfaced in the consumer
+            self.error = e
+        finally:
+            self.q.put(self._END)
+
+    def __iter__(self) -> "_Found":
+        return self
+
+    def __next__(self) -> Unit:
+        import dataclasses
+
+        while True:
+            u = self.q.get()
+            if u is self._END:
+                self.done = True
+                if self.error is not None:
+                    raise self.error
+                raise StopIteration
+            if u.source in self.sources:  # found twice (two ROOTs naming one run under one name)
+                continue
+            self.sources.add(u.source)
+            self.count += 1
+            if self.on_found is not None and self.count % 256 == 0:
+                self.on_found(self.count)
+            h = self.have.get(u.source)
+            if h is not None and h[2] not in self.dead:
+                return dataclasses.replace(u, prev=(h[0], h[1]))
+            return u
 
 
 # ---------------------------------------------------------------- writing
@@ -258,7 +297,7 @@ def _write_table(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
     t = pa.Table.from_pylist(rows, schema=schema(table))
     buf = io.BytesIO()
     pq.write_table(t, buf, compression="zstd")
-    write_atomic(path, buf.getvalue())
+    write_atomic(path, buf.getvalue(), durable=False)  # the manifest, written durably after it, is the commit
 
 
 def commit(out: Path, batch: str, results: list[UnitRows], options: IndexOptions, supersedes: list[str]) -> dict[str, int]:
@@ -299,7 +338,7 @@ def build(
     options: IndexOptions | None = None,
     engine: str = "process",
     jobs: int | None = None,
-    batch_size: int = 64,
+    batch_size: int = 1000,
     address: str | None = None,
     on_discovered: Callable[[int], None] | None = None,
     on_start: Callable[[int, int], None] | None = None,
@@ -308,9 +347,13 @@ def build(
 ) -> IndexResult:
     """Index the runs under ``roots`` into ``out`` (see the module docstring).
 
-    ``on_discovered(n)`` while runs are found, ``on_start(to_index, skipped)``
-    once the work is known, ``on_progress(done)`` after each committed batch.
-    Raises :class:`Locked` when another writer holds ``out``.
+    Runs are found by a background thread while the engine reads the first
+    ones. ``batch_size``: runs per committed batch (the engine hands workers
+    chunks of at most :data:`ENGINE_CHUNK` runs; a batch gathers them).
+    ``on_discovered(n)`` while runs are found, ``on_start(total, 0)`` once
+    the walk is over (the total is known), ``on_progress(done)`` as runs are
+    done (read or found unchanged). Raises :class:`Locked` when another
+    writer holds ``out``.
     """
     from .run import default_jobs, run
 
@@ -333,41 +376,20 @@ def build(
             manifests, current = [], []
             res.reset = True
         _prune(outp, manifests)  # files of a killed run, superseded batches left behind
-        found = units(roots, on_problem=on_problem, on_found=on_discovered)
-        res.found = len(found)
         have: dict[str, tuple[int, float, str]] = {}
         for m in current:
             for u in m.get("units") or []:
                 have[u["source"]] = (u.get("size"), u.get("mtime"), m["batch"])
-        by_source = {u.source: u for u in found}
-        dead: set[str] = set()
-        for src, (size, mtime, batch) in have.items():
-            u = by_source.get(src)
-            if u is None or u.size != size or u.mtime != mtime:
-                dead.add(batch)
-        todo = [u for u in found if u.source not in have or have[u.source][2] in dead]
-        res.skipped = len(found) - len(todo)
-        res.superseded = len(dead)
-        if on_start is not None:
-            on_start(len(todo), res.skipped)
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
-        pending_dead = sorted(dead)
+        dead: set[str] = set()  # old batches superseded by this run
+        pending_dead: list[str] = []  # ... not yet named by a committed manifest
+        held: list[UnitRows] = []
+        skipped: list[Unit] = []
         done = 0
-        for b in run(IndexTask(options), todo, engine=engine, jobs=jobs, batch_size=batch_size, address=address):
-            results: list[UnitRows] = []
-            for unit, r in zip(b.items, b.results):
-                if isinstance(r, UnitRows):
-                    results.append(r)
-                else:  # a task bug: the run is a diagnostics row, the index goes on
-                    ur = UnitRows(unit, {t: [] for t in TABLES})
-                    from .tables import run_row
-                    ur.rows["runs"].append(run_row(None, unit.run_id, unit, None, version()))
-                    ur.rows["diagnostics"].append({"run_id": unit.run_id, "session_key": None, "code": "index.task-failed",
-                                                   "severity": "error", "message": getattr(r, "error", str(r)),
-                                                   "file": None, "line": None, "offset": None, "event_id": None})
-                    ur.runs, ur.unreadable = 1, 1
-                    results.append(ur)
-            counts = commit(outp, f"{stamp}-{b.number:06d}", results, options, pending_dead)
+
+        def flush() -> None:
+            nonlocal pending_dead, held
+            counts = commit(outp, f"{stamp}-{res.batches:06d}", held, options, pending_dead)
             if pending_dead:
                 manifests_now, _ = load_manifests(outp)
                 _prune(outp, manifests_now)
@@ -375,18 +397,75 @@ def build(
             for t, n in counts.items():
                 res.rows[t] = res.rows.get(t, 0) + n
             res.batches += 1
-            res.indexed += len(results)
-            res.runs_read += sum(r.runs for r in results)
-            res.unreadable += sum(r.unreadable for r in results)
-            done += len(b.items)
-            if on_progress is not None:
-                on_progress(done)
-        if pending_dead:  # runs vanished and nothing new to index: an empty batch records the supersession
-            commit(outp, f"{stamp}-{0:06d}", [], options, pending_dead)
-            manifests_now, _ = load_manifests(outp)
-            _prune(outp, manifests_now)
+            res.indexed += len(held)
+            res.runs_read += sum(r.runs for r in held)
+            res.unreadable += sum(r.unreadable for r in held)
+            held = []
+
+        def supersede(batch: str) -> None:
+            if batch not in dead:
+                dead.add(batch)
+                pending_dead.append(batch)
+
+        def take(stream: Iterable[Unit]) -> None:
+            nonlocal done
+            chunk = max(1, min(batch_size, ENGINE_CHUNK))
+            for b in run(IndexTask(options), stream, engine=engine, jobs=jobs, batch_size=chunk, address=address):
+                for unit, r in zip(b.items, b.results):
+                    r = r if isinstance(r, UnitRows) else _failed(unit, r)
+                    if r.skipped:
+                        skipped.append(r.unit)
+                        continue
+                    old = have.get(unit.source)
+                    if old is not None:  # changed (or its batch is being re-read): the old batch goes with this commit
+                        supersede(old[2])
+                    held.append(r)
+                    if len(held) >= batch_size:
+                        flush()
+                done += len(b.items)
+                if on_progress is not None:
+                    on_progress(done)
+
+        found = _Found(list(roots), have, dead, on_problem, on_discovered)
+        ended = [False]
+
+        def stream() -> Iterable[Unit]:
+            for u in found:
+                yield u
+            ended[0] = True
+            if on_start is not None:
+                on_start(found.count, 0)
+
+        take(stream())
+        res.found = found.count
+        # runs that vanished: their batches go; runs found unchanged in a superseded batch are read again
+        for src, (_, _, batch) in have.items():
+            if src not in found.sources:
+                supersede(batch)
+        again = [u for u in skipped if have[u.source][2] in dead]
+        if again:
+            import dataclasses
+
+            take(dataclasses.replace(u, prev=None) for u in again)
+        if held or pending_dead:  # the last batch; or an empty batch records what vanished
+            flush()
+        res.skipped = res.found - res.indexed
+        res.superseded = len(dead)
     res.seconds = time.perf_counter() - started
     return res
+
+
+def _failed(unit: Unit, failure: Any) -> UnitRows:
+    """A task bug on ``unit``: a ``runs`` row with ``read_ok`` false and an ``index.task-failed`` row."""
+    from .tables import run_row
+
+    ur = UnitRows(unit, {t: [] for t in TABLES})
+    ur.rows["runs"].append(run_row(None, unit.run_id, unit, None, version()))
+    ur.rows["diagnostics"].append({"run_id": unit.run_id, "session_key": None, "code": "index.task-failed",
+                                   "severity": "error", "message": getattr(failure, "error", str(failure)),
+                                   "file": None, "line": None, "offset": None, "event_id": None})
+    ur.runs, ur.unreadable = 1, 1
+    return ur
 
 
 # ---------------------------------------------------------------- status / compact

@@ -19,15 +19,18 @@ class Unit:
     """One thing to index: a run (``path``, absolute; ``#ID`` for a member of a
     container file) or a run archive, with its portable ``source``, the ROOT
     it was found under (``root``, as given), its path relative to that ROOT
-    (``rel``), and the size and newest mtime of its files (the change key)."""
+    (``rel``), and the size and newest mtime of its files (the change key,
+    worked out by the task: ``None`` until then). ``prev``: the key the index
+    holds for it, when it may be skipped if unchanged."""
 
     path: str
     source: str
     root: str
     rel: str
-    size: int
-    mtime: float
+    size: int | None = None
+    mtime: float | None = None
     archive: bool = False
+    prev: tuple[int, float] | None = None
 
     @property
     def run_id(self) -> str:
@@ -42,6 +45,8 @@ class UnitRows:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     runs: int = 0
     unreadable: int = 0
+    #: the unit's files are as the index holds them (``Unit.prev``): nothing was read
+    skipped: bool = False
 
 
 def _empty() -> dict[str, list[dict[str, Any]]]:
@@ -87,6 +92,12 @@ class IndexTask:
         self._tokenizer = None
 
     def __call__(self, unit: Unit) -> UnitRows:
+        import dataclasses
+
+        size, mtime = change_key(unit.path)
+        unit = dataclasses.replace(unit, size=size, mtime=mtime)
+        if unit.prev is not None and tuple(unit.prev) == (size, mtime):
+            return UnitRows(unit, {}, skipped=True)
         out = UnitRows(unit, _empty())
         if unit.archive:
             self._archive(unit, out)
@@ -182,9 +193,8 @@ class IndexTask:
             for ref in discover([folder]):
                 inner = os.path.relpath(os.fspath(ref.path), folder).replace(os.sep, "/")
                 sub = Unit(path=os.fspath(ref.path), source=f"{unit.source}!/{inner}", root=unit.root,
-                           rel=f"{unit.rel}!/{inner}", size=0, mtime=unit.mtime)
-                sizes = _tree_size(os.fspath(ref.path).split("#", 1)[0])
-                sub = Unit(sub.path, sub.source, sub.root, sub.rel, sizes, unit.mtime)
+                           rel=f"{unit.rel}!/{inner}", size=_tree_size(os.fspath(ref.path).split("#", 1)[0]),
+                           mtime=unit.mtime)
                 self._one(sub.path, sub, sub.path, out)
 
         for _prefix, members in archive.groups(unit.path, caps, problems):
@@ -193,6 +203,40 @@ class IndexTask:
             out.rows["diagnostics"].append(_diag_row(aid, p.code, p.severity, p.message, p.member))
         if not out.runs and not problems:
             out.rows["diagnostics"].append(_diag_row(aid, "index.archive-empty", "warning", "no run found in the archive", None))
+
+
+def change_key(path: str) -> tuple[int, float]:
+    """(total bytes, newest mtime) of a run's files: the file (the container
+    of a ``PATH#ID`` member), or every file under a directory run."""
+    if not os.path.lexists(path) and "#" in path:
+        path = path.rsplit("#", 1)[0]
+    try:
+        st = os.stat(path)
+    except OSError:
+        return 0, 0.0
+    if not os.path.isdir(path):
+        return st.st_size, st.st_mtime
+    size, newest = 0, st.st_mtime
+    stack = [path]
+    while stack:
+        d = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)
+                            s = e.stat(follow_symlinks=False)
+                        else:
+                            s = e.stat()
+                            size += s.st_size
+                    except OSError:
+                        continue
+                    if s.st_mtime > newest:
+                        newest = s.st_mtime
+        except OSError:
+            continue
+    return size, newest
 
 
 def _tree_size(path: str) -> int:

@@ -151,14 +151,11 @@ class Probe:
         names = self.listdir(directory)
         return names is not None and name in names
 
-    def forget(self, path: str | os.PathLike) -> None:
-        """Drop what is cached about ``path`` and everything under it (a long
-        walk sharing one probe keeps only what the next checks need)."""
-        p = os.fspath(path)
-        under = p.rstrip(os.sep) + os.sep
-        for cache in (self._ls, self._entries, self._index, self._scans, self._st, self._heads):
-            for k in [k for k in cache if k == p or k.startswith(under)]:
-                del cache[k]
+    def drop_heads(self) -> None:
+        """Forget the file heads read so far (they are the bulk of what a
+        probe holds; a long walk keeps its listings and drops the heads
+        once each entry is decided)."""
+        self._heads.clear()
 
     def head(self, path: str | os.PathLike, n: int) -> bytes:
         """The first ``n`` bytes of a regular file (``b""`` otherwise). At

@@ -1,0 +1,146 @@
+"""Benchmark: `trajkit index` over 10,000 mixed runs (issue 12).
+
+Builds (once, cached in benchmarks/_corpus_index/) a corpus of N runs (default
+10,000) from every run that :func:`trajkit.corpus.discover` finds in the
+shared samples (``../shared/corpus``: OpenHands V0 trials and flat exports,
+SDK conversations, rollout traces, and every newer format as it lands),
+copied round-robin (hard links) into ``runs/gNNN/`` folders of 100 runs.
+
+Then, in the same run, each in a fresh driver process (so each driver's
+peak RSS is its own):
+
+- discovery of all N runs (``discover``), and discovery plus the change keys
+  (``index.units``: a stat walk of every run's files);
+- a full index with ``--engine serial`` and with ``process -j2``: the ratio
+  (goal: process at least 1.8x faster);
+- re-indexing the unchanged corpus (goal: at most 5% of the full index);
+- the driver's peak RSS indexing the first 1,000 runs and all N (goal: at
+  most 10% growth);
+- ``--engine ray`` (local, 2 CPUs) against ``process -j2``: Ray's overhead on
+  one machine (reported, expected to lose).
+
+Usage: ``.venv/bin/python benchmarks/bench_corpus.py [--runs N] [--no-ray]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED = Path(os.environ.get("TRAJKIT_SHARED", REPO.parent / "shared"))
+CORPUS = HERE / "_corpus_index"
+
+DRIVER = r"""
+import json, resource, sys, time
+sys.path.insert(0, {src!r})
+what, roots, out, engine, jobs = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5])
+t = time.perf_counter()
+if what == "discover":
+    from trajkit.corpus import discover
+    n = len(discover(roots))
+    extra = {{}}
+elif what == "units":
+    from trajkit.corpus.index import units
+    n = len(units(roots))
+    extra = {{}}
+else:
+    from trajkit.corpus.index import build
+    r = build(roots, out, engine=engine, jobs=jobs)
+    n = r.found
+    extra = {{"indexed": r.indexed, "skipped": r.skipped, "runs_read": r.runs_read, "unreadable": r.unreadable}}
+dt = time.perf_counter() - t
+print(json.dumps({{"n": n, "seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **extra}}))
+"""
+
+
+def samples() -> list[Path]:
+    sys.path.insert(0, str(REPO / "src"))
+    from trajkit.corpus import discover
+
+    return [Path(os.path.abspath(r.path)) for r in discover([SHARED / "corpus"])]
+
+
+def build_corpus(n: int) -> Path:
+    root = CORPUS / f"runs-{n}"
+    stamp = root / ".built"
+    if stamp.exists():
+        return root
+    if root.exists():
+        shutil.rmtree(root)
+    src = samples()
+    print(f"building {n} runs from {len(src)} samples into {root} ...", flush=True)
+    for i in range(n):
+        s = src[i % len(src)]
+        d = root / f"g{i // 100:03d}" / f"r{i:05d}-{s.name}"
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d, copy_function=os.link, symlinks=True)
+        else:
+            os.link(s, d)
+    stamp.write_text(json.dumps({"runs": n, "samples": [str(p) for p in src]}))
+    return root
+
+
+def drive(what: str, roots: list[str], out: str = "", engine: str = "process", jobs: int = 2) -> dict:
+    code = DRIVER.format(src=str(REPO / "src"))
+    p = subprocess.run([sys.executable, "-c", code, what, json.dumps(roots), out, engine, str(jobs)],
+                       capture_output=True, text=True, cwd=REPO)
+    if p.returncode != 0:
+        raise SystemExit(f"{what} {engine} failed:\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--no-ray", action="store_true")
+    a = ap.parse_args()
+    root = build_corpus(a.runs)
+    groups = sorted(str(p) for p in root.iterdir() if p.is_dir())
+    first_1k = groups[: max(1, 1000 // 100)]
+    work = CORPUS / "out"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    res: dict[str, dict] = {}
+
+    res["discover"] = drive("discover", [str(root)])
+    res["units"] = drive("units", [str(root)])
+    res["serial"] = drive("index", [str(root)], str(work / "serial"), "serial", 1)
+    res["process"] = drive("index", [str(root)], str(work / "process"), "process", 2)
+    res["reindex"] = drive("index", [str(root)], str(work / "process"), "process", 2)
+    res["process_1k"] = drive("index", first_1k, str(work / "p1k"), "process", 2)
+    if not a.no_ray:
+        res["ray"] = drive("index", [str(root)], str(work / "ray"), "ray", 2)
+
+    n = res["serial"]["n"]
+    print(f"\n{n:,} runs ({res['serial']['runs_read']:,} read, {res['serial']['unreadable']} unreadable)")
+    print(f"{'step':<28}{'seconds':>10}{'runs/s':>10}{'driver RSS MB':>15}")
+    for k in res:
+        r = res[k]
+        print(f"{k:<28}{r['seconds']:>10.2f}{r['n'] / r['seconds']:>10.0f}{r['rss_mb']:>15.0f}")
+    speedup = res["serial"]["seconds"] / res["process"]["seconds"]
+    reindex = res["reindex"]["seconds"] / res["process"]["seconds"]
+    growth = res["process"]["rss_mb"] / res["process_1k"]["rss_mb"] - 1
+    print()
+    print(f"process -j2 vs serial: {speedup:.2f}x (goal >= 1.8x)")
+    print(f"re-index unchanged: {reindex * 100:.1f}% of the full index (goal <= 5%)")
+    print(f"driver peak RSS 1k -> {n // 1000}k: {res['process_1k']['rss_mb']:.0f} -> {res['process']['rss_mb']:.0f} MB, "
+          f"{growth * 100:+.1f}% (goal <= 10%)")
+    print(f"discovery of {n:,} runs: {res['discover']['seconds']:.2f}s (goal <= 2 s); with change keys {res['units']['seconds']:.2f}s")
+    if "ray" in res:
+        print(f"ray (local, 2 CPUs) vs process -j2: {res['ray']['seconds'] / res['process']['seconds']:.2f}x the time "
+              f"(+{res['ray']['seconds'] - res['process']['seconds']:.1f}s)")
+    (work / "results.json").write_text(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
