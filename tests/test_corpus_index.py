@@ -285,3 +285,30 @@ def test_docs_document_every_table_and_column():
         body = section[1].split("\n### ", 1)[0]
         for name, _, _ in cols:
             assert f"| `{name}` |" in body, (t, name)
+
+
+def test_every_member_of_a_container_is_a_run(tmp_path):
+    """A file holding many sessions (a format declaring ``members``) is one
+    run per session, addressed ``PATH#ID``; re-indexing skips them all."""
+    from test_members import NAME, _members, _read, _sniff
+
+    from trajkit import registry
+    from trajkit.corpus.index import build
+
+    saved = list(registry.formats())
+    registry.register(registry.Format(name=NAME, description="test container", fingerprints=("*.box.jsonl",), priority=999,
+                                      sniff=_sniff, read=_read, members=_members))
+    try:
+        root = tmp_path / "evals"
+        root.mkdir()
+        rows = [{"id": "django__django-1", "steps": ["ls", "cat a.py"]}, {"id": "sympy#3", "steps": ["a", "b", "c"]}]
+        (root / "eval.box.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        out = tmp_path / "idx"
+        res = build([str(root)], out, engine="serial")
+        assert res.found == 2 and res.runs_read == 2
+        runs = {r["source"]: r for r in table(out, "runs")}
+        assert {s: r["steps"] for s, r in runs.items()} == {f"evals/eval.box.jsonl#{r['id']}": len(r["steps"]) for r in rows}
+        again = build([str(root)], out, engine="serial")
+        assert again.skipped == 2 and again.indexed == 0
+    finally:
+        registry.formats()[:] = saved
