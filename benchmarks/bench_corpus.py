@@ -9,8 +9,7 @@ copied round-robin (hard links) into ``runs/gNNN/`` folders of 100 runs.
 Then, in the same run, each in a fresh driver process (so each driver's
 peak RSS is its own):
 
-- discovery of all N runs (``discover``), and discovery plus the change keys
-  (``index.units``: a stat walk of every run's files);
+- discovery of all N runs (``discover``);
 - a full index with ``--engine serial`` and with ``process -j2``: the ratio
   (goal: process at least 1.8x faster);
 - re-indexing the unchanged corpus (goal: at most 5% of the full index);
@@ -47,17 +46,15 @@ if what == "discover":
     from trajkit.corpus import discover
     n = len(discover(roots))
     extra = {{}}
-elif what == "units":
-    from trajkit.corpus.index import units
-    n = len(units(roots))
-    extra = {{}}
 else:
     from trajkit.corpus.index import build
     r = build(roots, out, engine=engine, jobs=jobs)
     n = r.found
     extra = {{"indexed": r.indexed, "skipped": r.skipped, "runs_read": r.runs_read, "unreadable": r.unreadable}}
 dt = time.perf_counter() - t
-print(json.dumps({{"n": n, "seconds": dt, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, **extra}}))
+self_ru, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = self_ru.ru_utime + self_ru.ru_stime + kids.ru_utime + kids.ru_stime
+print(json.dumps({{"n": n, "seconds": dt, "cpu": cpu, "rss_mb": self_ru.ru_maxrss / 1024, **extra}}))
 """
 
 
@@ -112,7 +109,6 @@ def main() -> int:
     res: dict[str, dict] = {}
 
     res["discover"] = drive("discover", [str(root)])
-    res["units"] = drive("units", [str(root)])
     res["serial"] = drive("index", [str(root)], str(work / "serial"), "serial", 1)
     res["process"] = drive("index", [str(root)], str(work / "process"), "process", 2)
     res["reindex"] = drive("index", [str(root)], str(work / "process"), "process", 2)
@@ -122,10 +118,11 @@ def main() -> int:
 
     n = res["serial"]["n"]
     print(f"\n{n:,} runs ({res['serial']['runs_read']:,} read, {res['serial']['unreadable']} unreadable)")
-    print(f"{'step':<28}{'seconds':>10}{'runs/s':>10}{'driver RSS MB':>15}")
+    print(f"{'step':<16}{'wall s':>10}{'runs/s':>10}{'CPU s (all procs)':>20}{'driver RSS MB':>15}")
     for k in res:
         r = res[k]
-        print(f"{k:<28}{r['seconds']:>10.2f}{r['n'] / r['seconds']:>10.0f}{r['rss_mb']:>15.0f}")
+        print(f"{k:<16}{r['seconds']:>10.2f}{r['n'] / r['seconds']:>10.0f}{r['cpu']:>20.2f}{r['rss_mb']:>15.0f}")
+    print(f"(load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
     speedup = res["serial"]["seconds"] / res["process"]["seconds"]
     reindex = res["reindex"]["seconds"] / res["process"]["seconds"]
     growth = res["process"]["rss_mb"] / res["process_1k"]["rss_mb"] - 1
@@ -134,7 +131,7 @@ def main() -> int:
     print(f"re-index unchanged: {reindex * 100:.1f}% of the full index (goal <= 5%)")
     print(f"driver peak RSS 1k -> {n // 1000}k: {res['process_1k']['rss_mb']:.0f} -> {res['process']['rss_mb']:.0f} MB, "
           f"{growth * 100:+.1f}% (goal <= 10%)")
-    print(f"discovery of {n:,} runs: {res['discover']['seconds']:.2f}s (goal <= 2 s); with change keys {res['units']['seconds']:.2f}s")
+    print(f"discovery of {n:,} runs: {res['discover']['seconds']:.2f}s (goal <= 2 s)")
     if "ray" in res:
         print(f"ray (local, 2 CPUs) vs process -j2: {res['ray']['seconds'] / res['process']['seconds']:.2f}x the time "
               f"(+{res['ray']['seconds'] - res['process']['seconds']:.1f}s)")

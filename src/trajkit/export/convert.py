@@ -222,6 +222,33 @@ def convert(
     return res
 
 
+class _ConvertOne:
+    """Read one run and convert it (the task :func:`convert_many` gives the engine)."""
+
+    def __init__(self, target: str, out_dir: Path, read_options: Any, taken: set[str], kw: dict[str, Any],
+                 on_progress: Callable[[int, int, Path], None] | None, total: int) -> None:
+        self.target, self.out_dir, self.read_options, self.taken, self.kw = target, out_dir, read_options, taken, kw
+        self.on_progress, self.total, self.done = on_progress, total, 0
+        self.raised: BaseException | None = None
+
+    def __call__(self, src: Path) -> tuple[ConvertResult | None, str | None]:
+        from ..model import DetectionError, TrajkitError
+        from ..registry import read
+
+        if self.on_progress is not None:
+            self.on_progress(self.done, self.total, src)
+        self.done += 1
+        try:
+            session = read(src, options=self.read_options)
+        except (DetectionError, TrajkitError) as e:
+            return None, str(e)
+        try:
+            return convert(session, self.target, self.out_dir, taken=self.taken, **self.kw), None
+        except BaseException as e:
+            self.raised = e
+            raise
+
+
 def convert_many(
     runs: list[Path],
     target: str,
@@ -237,26 +264,32 @@ def convert_many(
     kept: the later one's files get a ``-2`` suffix, and the clash is in the
     report's ``clashes`` (``export.id-clash``). ``on_progress(done, total,
     run)`` is called before each run and once at the end."""
-    from ..model import DetectionError, TrajkitError
-    from ..registry import read
+    from ..atomic import OutputError
+    from ..corpus.run import SERIAL, Failed, run
 
     results: list[ConvertResult] = []
     reports: list[dict[str, Any]] = []
     problems: list[str] = []
     taken: set[str] = set()
-    for i, run in enumerate(runs):
-        if on_progress is not None:
-            on_progress(i, len(runs), run)
-        try:
-            session = read(run, options=read_options)
-        except (DetectionError, TrajkitError) as e:
-            problems.append(f"{run}: export.run-unreadable: {e}")
-            reports.append({"source": str(run), "code": "export.run-unreadable", "why": str(e)})
-            continue
-        res = convert(session, target, out_dir, taken=taken, **kw)
-        results.append(res)
-        reports.append(res.report)
-        problems.extend(f"{run}: {p}" for p in res.problems)
+    task = _ConvertOne(target, out_dir, read_options, taken, kw, on_progress, len(runs))
+    # The one batch engine, serially: a run's output names depend on the names
+    # the runs before it took (``taken``), so conversions keep the input order.
+    for batch in run(task, runs, engine=SERIAL, batch_size=1):
+        for src, got in zip(batch.items, batch.results):
+            if isinstance(got, Failed):
+                if isinstance(task.raised, OutputError):  # an output that cannot be written stops the batch
+                    raise task.raised
+                problems.append(f"{src}: export.run-unreadable: {got.error}")
+                reports.append({"source": str(src), "code": "export.run-unreadable", "why": got.error})
+                continue
+            res, why = got
+            if res is None:
+                problems.append(f"{src}: export.run-unreadable: {why}")
+                reports.append({"source": str(src), "code": "export.run-unreadable", "why": why})
+                continue
+            results.append(res)
+            reports.append(res.report)
+            problems.extend(f"{src}: {p}" for p in res.problems)
     if on_progress is not None and runs:
         on_progress(len(runs), len(runs), runs[-1])
     totals: dict[str, int] = {}
