@@ -72,22 +72,29 @@ def turns_cmd(rollouts, tokenizer_path, out_path, summary_path, trl_path, reward
     rollouts = [str(p) for r in rollouts for p in rollout_paths(r)]  # a proxy's named rollouts, one by one
     results, sessions, skipped = [], [], []
     can = ", ".join(formats_that_can("model_calls"))
+    from ..corpus.run import SERIAL, run
+
+    def read_rollout(path: str):
+        """(session, why not usable) for one rollout: the task the batch engine runs."""
+        try:
+            root = root_for(path, format_name) if format_name else path  # a path inside the run finds its root
+            session = read(root, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
+        except (DetectionError, TrajkitError) as e:
+            return None, f"{e}; no captured model calls to derive turns from (formats that give model calls: {can})"
+        fmt = get_format(session.format)
+        if not fmt.can("model_calls"):
+            return session, f"{path}: read as {session.format}; {cannot(session.format, 'model_calls')}"
+        if not fmt.model_calls(session):
+            for d in session.diagnostics:
+                click.echo(str(d), err=True)
+            return session, f"{path}: no captured model calls to derive turns from"
+        return session, None
+
     with _Progress(len(rollouts)) as progress:
-        for path in rollouts:
-            why = session = None
-            try:
-                root = root_for(path, format_name) if format_name else path  # a path inside the run finds its root
-                session = read(root, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
-            except (DetectionError, TrajkitError) as e:
-                why = f"{e}; no captured model calls to derive turns from (formats that give model calls: {can})"
-            else:
-                fmt = get_format(session.format)
-                if not fmt.can("model_calls"):
-                    why = f"{path}: read as {session.format}; {cannot(session.format, 'model_calls')}"
-                elif not fmt.model_calls(session):
-                    for d in session.diagnostics:
-                        click.echo(str(d), err=True)
-                    why = f"{path}: no captured model calls to derive turns from"
+        # the one batch engine, serially: the turns of a GRPO group keep the order given
+        for batch in run(read_rollout, rollouts, engine=SERIAL, batch_size=1):
+            path, got = batch.items[0], batch.results[0]
+            session, why = (None, f"{path}: {got.error}") if not isinstance(got, tuple) else got
             if why is not None:
                 if len(rollouts) == 1:
                     fail(why)
