@@ -23,6 +23,11 @@ class _IndexGroup(click.Group):
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         formatter.write_usage("trajkit index", "ROOT... --out DIR [OPTIONS] | status DIR | compact DIR")
 
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        build = self.commands["build"]
+        build.format_options(click.Context(build, info_name="index", parent=ctx.parent), formatter)
+        self.format_commands(ctx, formatter)
+
 
 @click.group("index", cls=_IndexGroup)
 def index_cmd() -> None:
