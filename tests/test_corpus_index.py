@@ -312,3 +312,21 @@ def test_every_member_of_a_container_is_a_run(tmp_path):
         assert again.skipped == 2 and again.indexed == 0
     finally:
         registry.formats()[:] = saved
+
+
+def test_turns_table_matches_the_turns_verb(tmp_path):
+    """--turns: one row per kept turn, as `trajkit turns` derives them."""
+    sys.path.insert(0, str(REPO / "tests" / "fixtures" / "rl"))
+    import tiny_tokenizer
+
+    tok = tiny_tokenizer.build(tmp_path / "tok")
+    root = tmp_path / "rollouts"
+    shutil.copytree(REPO / "tests" / "fixtures" / "rl" / "rollout_dir", root / "r1")
+    out = tmp_path / "idx"
+    run_cli("index", root, "--out", out, "--turns", "--tokenizer", tok, "--engine", "serial", "-q", check=True)
+    got = sorted((t["turn"], t["prompt_tokens"], t["output_tokens"], t["trained"]) for t in table(out, "turns"))
+    doc = json.loads(run_cli("turns", root / "r1", "--tokenizer", tok, "--json", check=True).stdout)
+    want = sorted((t["index"], len(t["prompt_ids"]), len(t["output_ids"]), t["trained"]) for t in doc["turns"])
+    assert got == want and got
+    st = json.loads(run_cli("index", "status", out, "--json", check=True).stdout)
+    assert st["rows"]["turns"] == len(want)
