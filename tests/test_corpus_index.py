@@ -330,3 +330,18 @@ def test_turns_table_matches_the_turns_verb(tmp_path):
     assert got == want and got
     st = json.loads(run_cli("index", "status", out, "--json", check=True).stdout)
     assert st["rows"]["turns"] == len(want)
+
+
+def test_a_new_trajkit_version_reads_everything_again(corpus, tmp_path, monkeypatch):
+    import trajkit
+    from trajkit.corpus.index import build
+
+    root = _small_corpus(corpus, tmp_path)
+    out = tmp_path / "idx"
+    assert build([str(root)], out, engine="serial").indexed == 7
+    assert build([str(root)], out, engine="serial").skipped == 7
+    monkeypatch.setattr(trajkit, "__version__", "99.0.0")
+    again = build([str(root)], out, engine="serial")
+    assert again.reset and again.indexed == 7
+    runs = table(out, "runs")
+    assert len(runs) == 7 and {r["trajkit_version"] for r in runs} == {"99.0.0"}
