@@ -1,0 +1,473 @@
+"""opencode's own session records: the ``opencode`` format.
+
+Four sources hold the same sessions (``shared/formats/opencode.md`` §5, §8):
+the SQLite store (``opencode.db`` or ``opencode-<channel>.db`` under
+``$XDG_DATA_HOME/opencode``, 1.2+), the legacy ``storage/`` tree (up to 1.1),
+``opencode export`` JSON and the ``opencode run --format json`` event stream.
+A store or tree holds many sessions: one is addressed ``PATH#SESSION_ID``
+(``opencode.db#ses_abc``); a path naming none reads its latest top-level
+session. Sub-sessions (``parentID``) are read with their parent and tied to
+the ``task`` call that spawned them.
+
+Public face: :data:`FORMAT`, :func:`read`, :func:`find_sessions`,
+:func:`summarize`, :func:`rebuild_context`, :func:`sniff`.
+
+Diagnostic codes (see ``docs/diagnostics.md``, section opencode): those of
+:mod:`.db` and :mod:`.native`, plus ``opencode.tool-not-run``,
+``opencode.unknown-part``, ``opencode.usage-mismatch``,
+``opencode.child-unlinked``, ``opencode.no-session``,
+``opencode.stale-copy``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ...diagnostics import ERROR, INFO, Diagnostic
+from ...model import ReadOptions, Session, SourceFile
+from ...reading.probe import Probe
+from ...registry import STRONG, WEAK, Format, Match, Reject
+from ...vocab.opencode import OPENCODE_TOOLS
+from . import native
+from .build import NAME, build, link_child
+from .db import MAGIC, open_store
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures" / "opencode"
+
+#: Directories of opencode's data folder that hold no sessions (not walked).
+SKIP_DIRS = frozenset({"snapshot", "log", "bin", "tool-output", "node_modules", ".git", "worktree", "auth"})
+#: How deep :func:`find_sessions` looks under a directory.
+MAX_WALK_DEPTH = 4
+#: How many sub-session levels are read below a session.
+MAX_CHILD_DEPTH = 16
+
+_HEAD = 1 << 16
+
+
+# ---------------------------------------------------------------- recognising
+
+def _is_db_name(name: str) -> bool:
+    return name.startswith("opencode") and name.endswith(".db")
+
+
+def _looks_like_store(probe: Probe, path: Path | str) -> bool:
+    head = probe.head(path, _HEAD)
+    return head.startswith(MAGIC)
+
+
+def _looks_like_foreign_store(probe: Probe, path: Path | str) -> bool:
+    """Any SQLite file whose schema (in its first pages) has opencode's part table."""
+    head = probe.head(path, _HEAD)
+    return head.startswith(MAGIC) and b"CREATE TABLE `part`" in head and b"`message_id`" in head
+
+
+def _is_storage(probe: Probe, d: Path | str) -> bool:
+    dirs, _files = probe.scan(d)
+    return "session" in dirs and ("message" in dirs or "part" in dirs)
+
+
+def _head_kind(probe: Probe, path: Path | str) -> str | None:
+    """``export`` / ``events`` when a file's first bytes look like one."""
+    head = probe.head(path, _HEAD)
+    s = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if s[:1] != b"{":
+        nl = s.find(b"\n")  # a captured "Exporting session: ..." line before the document
+        if nl < 0 or not s.startswith(b"Exporting session"):
+            return None
+        s = s[nl + 1:].lstrip()
+    if s.startswith(b"{") and b'"sessionID"' in s[:4096] and b'"part"' in s[:4096] and (
+            b'"type":"step_start"' in s[:4096] or b'"type":"text"' in s[:4096] or b'"type":"tool_use"' in s[:4096]
+            or b'"type":"step_finish"' in s[:4096] or b'"type":"reasoning"' in s[:4096]):
+        return "events"
+    if b'"info"' in s and b'"messages"' in s and b'"parts"' in s and (b'"role"' in s or b'"parts": []' in s or b'"parts":[]' in s):
+        return "export"
+    return None
+
+
+def _store_in(probe: Probe, d: Path) -> Path | None:
+    _dirs, files = probe.scan(d)
+    for name in sorted(n for n in files if _is_db_name(n)):
+        if _looks_like_store(probe, d / name):
+            return d / name
+    return None
+
+
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    """Claim a store, a legacy tree (from any file or folder inside it), an
+    export or an event stream, and a data folder holding a store."""
+    name = candidate.name
+    if probe.is_file(candidate):
+        if _is_db_name(name):
+            if _looks_like_store(probe, candidate):
+                return Match(candidate, fingerprint, STRONG, f"{name}: an SQLite file named like opencode's store")
+            return Reject(f"{name} is not an SQLite file")
+        for side in ("-wal", "-shm"):
+            if name.endswith(".db" + side) and _is_db_name(name[: -len(side)]):
+                db = candidate.with_name(name[: -len(side)])
+                if probe.is_file(db):
+                    return Match(db, fingerprint, STRONG, f"{name} is the journal of {db.name}")
+                return Reject(f"{name}: no {db.name} beside it")
+        if name.endswith(".db"):
+            if _looks_like_foreign_store(probe, candidate):
+                return Match(candidate, fingerprint, WEAK, f"{name}: an SQLite file with opencode's session tables")
+            return Reject(f"{name} does not hold opencode's tables")
+        if name.endswith((".json", ".jsonl", ".txt", ".log")):
+            kind = _head_kind(probe, candidate)
+            if kind == "events":
+                return Match(candidate, fingerprint, STRONG, "JSON lines of opencode run events (type, sessionID, part)")
+            if kind == "export":
+                return Match(candidate, fingerprint, STRONG, "an opencode export document ({info, messages: [{info, parts}]})")
+        return Reject("not an opencode store, export or event stream")
+    if probe.is_dir(candidate):
+        if name == "storage" or fingerprint.split("/", 1)[0] in ("session", "message", "part", "project", "todo", "session_share"):
+            if _is_storage(probe, candidate):
+                return Match(candidate, fingerprint, STRONG, "a legacy opencode storage/ tree (session/, message/, part/)")
+        db = _store_in(probe, candidate)
+        if db is not None:
+            return Match(db, fingerprint, STRONG, f"an opencode data folder holding {db.name}")
+        if _is_storage(probe, candidate / "storage") if probe.is_dir(candidate / "storage") else False:
+            return Match(candidate / "storage", fingerprint, STRONG, "an opencode data folder holding a storage/ tree")
+        return Reject("no opencode store or storage tree here")
+    return Reject("not a file or folder")
+
+
+# ---------------------------------------------------------------- reading
+
+def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
+    """``PATH#SESSION_ID`` as ``(PATH, SESSION_ID)``; a path that exists as
+    written (or has no ``#``) names no member."""
+    p = os.fspath(path)
+    if "#" not in p or os.path.exists(p):
+        return p, None
+    base, _, member = p.rpartition("#")
+    return base, member or None
+
+
+def _kind(root: str) -> str | None:
+    probe = Probe()
+    if os.path.isdir(root):
+        if _is_storage(probe, root):
+            return "storage"
+        return None
+    if not os.path.exists(root):
+        return None
+    if os.path.basename(root).endswith(".db") or probe.head(root, 16).startswith(MAGIC):
+        return "db"
+    return _head_kind(probe, root) or ("export" if root.endswith(".json") else "events")
+
+
+def read(root: Path, options: ReadOptions) -> Session:
+    """The session at ``root`` (a store or tree, perhaps ``#SESSION_ID``, an export, an event stream)."""
+    path, member = split_member(root)
+    if os.path.isdir(path) and not _is_storage(Probe(), path):
+        probe = Probe()
+        db = _store_in(probe, Path(path))
+        if db is not None:
+            path = str(db)
+        elif probe.is_dir(Path(path) / "storage"):
+            path = str(Path(path) / "storage")
+    kind = _kind(path)
+    cap = options.max_file_bytes
+    if kind == "db":
+        return _read_db(path, member, options)
+    if kind == "storage":
+        return _read_storage(path, member, options)
+    if kind in ("export", "events"):
+        ns = native.load_export(path, cap) if kind == "export" else native.load_events(path, cap)
+        s = build(ns, steps=options.steps)
+        if kind == "events":
+            _link_proxy_trace(s, path)
+        if member is not None and member != s.id:
+            s.diag("opencode.no-session", f"the file holds session {s.id}, not {member}", ERROR, file=path)
+        return s
+    s = Session(format=NAME, source_path=os.fspath(root))
+    s.diag("opencode.no-session", "no opencode store, storage tree, export or event stream here", ERROR, file=os.fspath(root))
+    return s
+
+
+def _pick_root(sessions: list[tuple[str, str | None, Any]], member: str | None, where: str, s_diags: list[Diagnostic]) -> str | None:
+    """The session to read: the member named, else the latest top-level one."""
+    ids = {sid for sid, _p, _t in sessions}
+    if member is not None:
+        if member in ids:
+            return member
+        s_diags.append(Diagnostic("opencode.no-session", f"no session {member} here (it holds {len(ids)})", ERROR, file=where))
+        return None
+    tops = [(t if isinstance(t, (int, float)) else 0, sid) for sid, parent, t in sessions if not parent or parent not in ids]
+    if not tops:
+        s_diags.append(Diagnostic("opencode.no-session", "the store holds no session", ERROR, file=where))
+        return None
+    tops.sort()
+    chosen = tops[-1][1]
+    if len(tops) > 1:
+        s_diags.append(Diagnostic(
+            "opencode.other-sessions", f"holds {len(tops)} top-level sessions; read the latest, {chosen}; name another as {where}#<session id>",
+            INFO, file=where))
+    return chosen
+
+
+def _read_db(path: str, member: str | None, options: ReadOptions) -> Session:
+    store, diags = open_store(path, options.max_file_bytes)
+    if store is None:
+        s = Session(format=NAME, source_path=path, view=native.SQLITE)
+        s.diagnostics.extend(diags)
+        s.files.append(SourceFile(path, "store", "skipped", native._size(path)))
+        return s
+    try:
+        native.check_schema(store)
+        rows = native.db_sessions(store)
+        sessions = [(r.get("id"), r.get("parent_id"), r.get("time_updated")) for r in rows if isinstance(r.get("id"), str)]
+        picked_diags: list[Diagnostic] = []
+        sid = _pick_root(sessions, member, path, picked_diags)
+        ns = native.load_db(store, sid, options.max_file_bytes) if sid is not None else None
+        if ns is None:
+            s = Session(format=NAME, source_path=path, view=native.SQLITE)
+            s.diagnostics.extend(store.diagnostics + picked_diags)
+            s.files.append(SourceFile(path, "store", "read", native._size(path)))
+            return s
+        ns.diagnostics.extend(picked_diags)
+        children: dict[str, list[str]] = {}
+        for cid, parent, _t in sessions:
+            if isinstance(parent, str):
+                children.setdefault(parent, []).append(cid)
+
+        def load(i: str) -> native.NSession | None:
+            return native.load_db(store, i, options.max_file_bytes)
+
+        s = build(ns, steps=options.steps)
+        _attach_children(s, children, load, options, {sid}, 0)
+        s.source_path = f"{path}#{sid}" if member is not None or len([1 for _c, p, _t in sessions if not p]) > 1 else path
+        return s
+    finally:
+        store.close()
+
+
+def _attach_children(s: Session, children: dict[str, list[str]], load, options: ReadOptions, seen: set[str], depth: int) -> None:
+    for cid in children.get(s.id or "", []):
+        if cid in seen or depth >= MAX_CHILD_DEPTH:
+            s.diag("opencode.child-unlinked", f"sub-session {cid} is already read above this one (a parent cycle) or too deep; not read again",
+                   INFO, event_id=cid, file=s.source_path)
+            continue
+        seen.add(cid)
+        ns = load(cid)
+        if ns is None:
+            continue
+        child = build(ns, steps=options.steps)
+        _attach_children(child, children, load, options, seen, depth + 1)
+        link_child(s, child)
+
+
+def _storage_parents(root: str, index: dict[str, str], cap: int) -> list[tuple[str, str | None, Any]]:
+    from ...jsonio import loads
+    from ...reading.io import read_capped
+
+    out = []
+    for sid, p in index.items():
+        data, _why = read_capped(p, cap)
+        parent = updated = None
+        if data is not None:
+            v, _d = loads(data, p)
+            if isinstance(v, dict):
+                parent = v.get("parentID") if isinstance(v.get("parentID"), str) else None
+                t = v.get("time") if isinstance(v.get("time"), dict) else {}
+                updated = t.get("updated", t.get("created"))
+        out.append((sid, parent, updated))
+    return out
+
+
+def _read_storage(path: str, member: str | None, options: ReadOptions) -> Session:
+    cap = options.max_file_bytes
+    index = native.storage_index(path)
+    sessions = _storage_parents(path, index, cap)
+    diags: list[Diagnostic] = []
+    sid = _pick_root(sessions, member, path, diags)
+    if sid is None:
+        s = Session(format=NAME, source_path=path, view=native.STORAGE)
+        s.diagnostics.extend(diags)
+        return s
+    ns = native.load_storage(path, sid, cap, index)
+    assert ns is not None
+    ns.diagnostics.extend(diags)
+    children: dict[str, list[str]] = {}
+    for cid, parent, _t in sessions:
+        if isinstance(parent, str):
+            children.setdefault(parent, []).append(cid)
+    s = build(ns, steps=options.steps)
+    _attach_children(s, children, lambda i: native.load_storage(path, i, cap, index), options, {sid}, 0)
+    if member is not None or sum(1 for _c, p, _t in sessions if not p) > 1:
+        s.source_path = f"{path}#{sid}"
+    return s
+
+
+def _link_proxy_trace(s: Session, path: str) -> None:
+    """Tie an event stream to the proxy trace of the same run beside it (OpenEnv keeps both in ``~/logs/agent/``)."""
+    from ...model import RecordLink
+    from ...reading.io import read_capped
+
+    d = os.path.dirname(path)
+    try:
+        names = sorted(os.listdir(d))
+    except OSError:
+        return
+    traces = [n for n in names if n in ("trace.jsonl", "trace.json") or (n.startswith("proxy_trace") and n.endswith((".jsonl", ".json")))]
+    calls = [tc.call_id for e in s.events for tc in e.tool_calls if tc.call_id]
+    for n in traces:
+        p = os.path.join(d, n)
+        data, _why = read_capped(p, 1 << 28)
+        if data is None:
+            continue
+        if calls:
+            hit = [c for c in calls if c.encode() in data]
+            if not hit:
+                continue
+            s.run.links.append(RecordLink("model-calls", p, None, "call-ids",
+                                          f"{len(hit)} of the session's {len(calls)} tool call ids appear in {n}"))
+        else:
+            s.run.links.append(RecordLink("model-calls", p, None, "sibling-file", f"{n} sits beside the event stream"))
+
+
+# ---------------------------------------------------------------- listing
+
+def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: set[tuple[int, int]]) -> None:
+    try:
+        st = os.stat(root)
+    except OSError:
+        return
+    key = (st.st_dev, st.st_ino)
+    if key in seen:
+        return
+    seen.add(key)
+    try:
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as e:
+        diags.append(Diagnostic("opencode.no-session", f"cannot list directory: {e.strerror or e}", INFO, file=root))
+        return
+    names = {e.name for e in entries}
+    if "session" in names and ("message" in names or "part" in names) and os.path.isdir(os.path.join(root, "session")):
+        out.append(root)
+        return
+    for e in entries:
+        try:
+            if e.is_file() and _is_db_name(e.name) and Probe().head(e.path, 16).startswith(MAGIC):
+                out.append(e.path)
+            elif e.is_dir() and e.name not in SKIP_DIRS and not e.name.startswith(".") and depth < MAX_WALK_DEPTH:
+                _walk(e.path, depth + 1, out, diags, seen)
+        except OSError:
+            continue
+
+
+def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None = None) -> list[Path]:
+    """The top-level sessions under ``root``, each as ``STORE#SESSION_ID``
+    (stores and legacy trees) or the file itself (an export, an event stream).
+
+    Sub-sessions are listed with their parent, not on their own. A session in
+    a legacy tree whose id a store beside it also holds is the stale copy
+    left by the migration to SQLite: it is not listed (``opencode.stale-copy``).
+    """
+    diags = diagnostics if diagnostics is not None else []
+    p, member = split_member(root)
+    if member is not None:
+        return [Path(os.path.abspath(p) + "#" + member)]
+    p = os.path.abspath(p)
+    probe = Probe()
+    containers: list[str] = []
+    if os.path.isfile(p):
+        if _is_db_name(os.path.basename(p)) or _looks_like_foreign_store(probe, p):
+            containers.append(p)
+        elif _head_kind(probe, p) is not None:
+            return [Path(p)]
+        else:
+            return []
+    elif os.path.isdir(p):
+        _walk(p, 0, containers, diags, set())
+    out: list[Path] = []
+    db_ids: dict[str, set[str]] = {}
+    for c in containers:
+        if os.path.isfile(c):
+            store, ds = open_store(c)
+            if store is None:
+                diags.extend(ds)
+                continue
+            try:
+                rows = native.db_sessions(store)
+                diags.extend(store.diagnostics)
+            finally:
+                store.close()
+            ids = {r["id"] for r in rows if isinstance(r.get("id"), str)}
+            db_ids[os.path.dirname(c)] = db_ids.get(os.path.dirname(c), set()) | ids
+            out += [Path(f"{c}#{r['id']}") for r in rows if isinstance(r.get("id"), str) and not (r.get("parent_id") in ids)]
+    for c in containers:
+        if os.path.isdir(c):
+            index = native.storage_index(c)
+            sessions = _storage_parents(c, index, 1 << 30)
+            ids = {sid for sid, _p, _t in sessions}
+            shadow = db_ids.get(os.path.dirname(c), set())
+            for sid, parent, _t in sessions:
+                if parent in ids:
+                    continue
+                if sid in shadow:
+                    diags.append(Diagnostic("opencode.stale-copy", f"session {sid} is also in the SQLite store beside this tree; the store's copy is listed",
+                                            INFO, file=index[sid]))
+                    continue
+                out.append(Path(f"{c}#{sid}"))
+    return out
+
+
+def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
+    """One ``trajkit ls`` row: id, title, status, model, steps, tokens, cost, last update, path."""
+    s = read(Path(root), ReadOptions(max_file_bytes=max_file_bytes))
+    calls = [e.model_usage for x in s.walk() for e in x.events if e.model_usage is not None]
+    o = s.outcome
+    status = None if o is None else ("finished" if o.reached_end else "aborted" if o.human_abort else "error" if o.external_error
+                                     else "budget" if o.budget_exhausted else "stopped")
+    p, member = split_member(root)
+    return {
+        "id": s.id,
+        "path": os.path.abspath(p) + (f"#{member}" if member else ""),
+        "title": s.metadata.get("title") or (s.task[:80] if s.task else None),
+        "status": status,
+        "events": len(s.events),
+        "steps": len(s.steps),
+        "model": s.run.models[0] if s.run.models else None,
+        "tokens": {"input": sum(u.input or 0 for u in calls), "output": sum(u.output or 0 for u in calls)} if calls else None,
+        "cost": s.run.cost_usd,
+        "updated": s.run.ended_at,
+        "subagents": sum(1 for _ in s.walk()) - 1,
+        "source": s.metadata.get("source"),
+        "diagnostics": [d.to_dict() for d in s.diagnostics],
+    }
+
+
+def rebuild_context(session_or_path: Any, at: Any = None) -> list[dict[str, Any]]:
+    """What the model saw at each model call, as far as the record allows (see :mod:`.context`)."""
+    from .context import rebuild_context as _rc
+
+    return _rc(session_or_path, at=at)
+
+
+FORMAT = Format(
+    name=NAME,
+    description="opencode sessions: the SQLite store (opencode*.db), the legacy storage/ tree, `opencode export` JSON, "
+                "`opencode run --format json` events",
+    fingerprints=(
+        "opencode*.db", "opencode*.db-wal", "opencode*.db-shm", "*.db",
+        "session/*/*.json", "message/*/*.json", "part/*/*.json", "project/*.json", "todo/*.json", "session_share/*.json",
+        "storage/session", "*.json", "*.jsonl",
+    ),
+    priority=45,
+    sniff=sniff,
+    read=read,
+    find_sessions=find_sessions,
+    summarize=summarize,
+    context=rebuild_context,
+    tools=OPENCODE_TOOLS,
+    examples=tuple(str(FIXTURES / n) for n in (
+        "opencode.db", "storage", "ses_dd796ed30ffeT1G6Sfj5NJHY56.json", "opencode.jsonl", "letta-tool-calls.json", "letta-cleanup.json",
+    )),
+)
+
+__all__ = ["FORMAT", "read", "find_sessions", "summarize", "rebuild_context", "sniff", "split_member"]
