@@ -1,15 +1,22 @@
 """opencode's SQLite store (``opencode.db``, ``opencode-<channel>.db``), read-only.
 
-The store is opened with an SQLite URI in read-only mode (``mode=ro``), so
-SQLite applies a ``-wal`` file sitting beside it (recent writes live there
-until a checkpoint) and never writes: no checkpoint, no journal, no new
-file. When that open fails because a writer holds the database locked, or
-the side files cannot be opened, it falls back to ``immutable=1`` (the main
-file as last checkpointed, no locking) and says so. A file that is not an
-SQLite database, or one whose pages are damaged, becomes a diagnostic; an
-``sqlite3`` error never leaves this module.
+Nothing of the store is written:
 
-Only regular files are opened (a FIFO named ``opencode.db`` would block the
+- a store with no ``-wal`` file beside it (no opencode process has it open:
+  opencode keeps its store in WAL mode) is opened ``immutable``: no lock, no
+  journal, no side file, nothing but reads;
+- a store with a ``-wal`` file is opened read-only (``mode=ro``), so SQLite
+  applies the writes still in the ``-wal`` (they live there until a
+  checkpoint) and coordinates with a live opencode. SQLite's reader then
+  keeps its read marks in the shared-memory index ``-shm``, as every reader
+  of a WAL database does (opencode's own included); the database and its
+  ``-wal`` are never written, and no checkpoint runs. When that open fails
+  because a writer holds the store locked (exclusive locking mode), it falls
+  back to ``immutable`` (the main file as last checkpointed) and says so.
+
+A file that is not an SQLite database, or one whose pages are damaged,
+becomes a diagnostic; an ``sqlite3`` error never leaves this module. Only
+regular files are opened (a FIFO named ``opencode.db`` would block the
 open), and the size cap of :class:`~trajkit.model.ReadOptions` applies to
 the main file.
 
@@ -122,7 +129,8 @@ def open_store(path: str, cap: int = 1 << 30) -> tuple[Store | None, list[Diagno
         return None, [bad]
     diags: list[Diagnostic] = []
     last: Exception | None = None
-    for immutable in (False, True):
+    live = os.path.exists(path + "-wal")
+    for immutable in ((False, True) if live else (True,)):
         try:
             con = sqlite3.connect(_uri(path, immutable), uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False)
         except sqlite3.Error as e:
@@ -138,7 +146,7 @@ def open_store(path: str, cap: int = 1 << 30) -> tuple[Store | None, list[Diagno
                 break
             continue
         mode = "immutable" if immutable else "ro"
-        if immutable:
+        if immutable and live:
             side = [s for s in ("-wal",) if os.path.exists(path + s) and os.path.getsize(path + s) > 0]
             diags.append(Diagnostic(
                 "opencode.db-locked",
