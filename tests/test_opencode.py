@@ -33,7 +33,7 @@ from opencode_data import (
 from trajkit import registry
 from trajkit.export.convert import convert
 from trajkit.formats import opencode
-from trajkit.model import ReadOptions
+from trajkit.model import DetectionError, ReadOptions
 
 FIX = Path(opencode.__file__).resolve().parent.parent / "fixtures" / "opencode"
 SID = "ses_dd796ed30ffeT1G6Sfj5NJHY56"
@@ -230,16 +230,39 @@ def _two_session_rows() -> dict:
     return rows
 
 
-def test_member_addressing_and_the_latest_default(tmp_path):
+def test_members_of_a_store(tmp_path):
+    """A store of several sessions: each is a member; read() never guesses; a sub-session can be named too."""
     db = make_db(tmp_path / "opencode-beta.db", _two_session_rows())
-    latest = read(db)
-    assert latest.id == SID  # updated last
-    assert "opencode.other-sessions" in codes(latest)
+    con = sqlite3.connect(db)
+    tops = [r[0] for r in con.execute("SELECT id FROM session WHERE parent_id IS NULL ORDER BY time_created, id")]
+    con.close()
+    assert registry.members(str(db)) == [f"{db}#{i}" for i in tops]
+    with pytest.raises(DetectionError):
+        registry.read(str(db))
+    assert [s.id for s in registry.read_all(str(db))] == tops
     first = storage_sessions()[0]["info"]["id"]
-    s = read(f"{db}#{first}")
-    assert s.id == first and s.source_path == f"{db}#{first}"
-    missing = read(f"{db}#ses_nope")
-    assert "opencode.no-session" in codes(missing) and not missing.events
+    s = registry.read(f"{db}#{first}")
+    assert s.id == first and s.source_path == f"{db}#{first}" and len(s.steps) == 3
+    with pytest.raises(DetectionError):
+        registry.read(f"{db}#ses_nope")
+    # a store holding a parent and its child has one member; the child can be named on its own
+    rows: dict = {"session": [], "message": [], "part": []}
+    for ex in storage_sessions():
+        for k, v in export_to_rows(ex).items():
+            rows[k] += v
+    fam = make_db(tmp_path / "fam" / "opencode.db", rows)
+    child = storage_sessions()[1]["info"]["id"]
+    assert registry.members(str(fam)) == [f"{fam}#{first}"]
+    c = registry.read(f"{fam}#{child}")
+    assert c.id == child and len(c.steps) == 1 and c.spawned_by is None
+
+
+def test_steps_over_every_member(tmp_path, cli):
+    db = make_db(tmp_path / "opencode.db", _two_session_rows())
+    out = cli("steps", str(db), "--json", check=True)
+    doc = json.loads(out.stdout)
+    assert sorted((d["id"], d["step_count"]) for d in doc["sessions"]) == sorted(
+        [(SID, 1), (storage_sessions()[0]["info"]["id"], 3)])
 
 
 def test_ls_lists_every_store_of_a_data_folder(tmp_path, cli):

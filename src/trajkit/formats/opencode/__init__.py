@@ -4,13 +4,14 @@ Four sources hold the same sessions (``shared/formats/opencode.md`` §5, §8):
 the SQLite store (``opencode.db`` or ``opencode-<channel>.db`` under
 ``$XDG_DATA_HOME/opencode``, 1.2+), the legacy ``storage/`` tree (up to 1.1),
 ``opencode export`` JSON and the ``opencode run --format json`` event stream.
-A store or tree holds many sessions: one is addressed ``PATH#SESSION_ID``
-(``opencode.db#ses_abc``); a path naming none reads its latest top-level
-session. Sub-sessions (``parentID``) are read with their parent and tied to
-the ``task`` call that spawned them.
+A store or tree holds many sessions (``Format.members``: its top-level
+sessions): one is addressed ``PATH#SESSION_ID`` (``opencode.db#ses_abc``,
+read with ``ReadOptions.member``), and the verbs run over each. Sub-sessions
+(``parentID``) are read with their parent and tied to the ``task`` call that
+spawned them; one can also be named on its own (``opencode.db#<child id>``).
 
-Public face: :data:`FORMAT`, :func:`read`, :func:`find_sessions`,
-:func:`summarize`, :func:`rebuild_context`, :func:`sniff`.
+Public face: :data:`FORMAT`, :func:`read`, :func:`members`,
+:func:`find_sessions`, :func:`summarize`, :func:`rebuild_context`, :func:`sniff`.
 
 Diagnostic codes (see ``docs/diagnostics.md``, section opencode): those of
 :mod:`.db` and :mod:`.native`, plus ``opencode.tool-not-run``,
@@ -28,7 +29,7 @@ from typing import Any
 from ...diagnostics import ERROR, INFO, Diagnostic
 from ...model import ReadOptions, Session, SourceFile
 from ...reading.probe import Probe
-from ...registry import STRONG, WEAK, Format, Match, Reject
+from ...registry import STRONG, WEAK, Format, Match, Reject, split_member
 from ...vocab.opencode import OPENCODE_TOOLS
 from . import native
 from .build import NAME, build, link_child
@@ -136,16 +137,6 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 
 # ---------------------------------------------------------------- reading
 
-def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
-    """``PATH#SESSION_ID`` as ``(PATH, SESSION_ID)``; a path that exists as
-    written (or has no ``#``) names no member."""
-    p = os.fspath(path)
-    if "#" not in p or os.path.exists(p):
-        return p, None
-    base, _, member = p.rpartition("#")
-    return base, member or None
-
-
 def _kind(root: str) -> str | None:
     probe = Probe()
     if os.path.isdir(root):
@@ -159,16 +150,24 @@ def _kind(root: str) -> str | None:
     return _head_kind(probe, root) or ("export" if root.endswith(".json") else "events")
 
 
-def read(root: Path, options: ReadOptions) -> Session:
-    """The session at ``root`` (a store or tree, perhaps ``#SESSION_ID``, an export, an event stream)."""
-    path, member = split_member(root)
-    if os.path.isdir(path) and not _is_storage(Probe(), path):
-        probe = Probe()
+def _container(root: str | os.PathLike) -> str:
+    """A data folder as the store (or tree) in it; any other path as it is."""
+    path = os.fspath(root)
+    probe = Probe()
+    if os.path.isdir(path) and not _is_storage(probe, path):
         db = _store_in(probe, Path(path))
         if db is not None:
-            path = str(db)
-        elif probe.is_dir(Path(path) / "storage"):
-            path = str(Path(path) / "storage")
+            return str(db)
+        if probe.is_dir(Path(path) / "storage"):
+            return str(Path(path) / "storage")
+    return path
+
+
+def read(root: Path, options: ReadOptions) -> Session:
+    """The session at ``root`` (a store or tree, with ``options.member`` naming
+    one of its sessions; an export; an event stream)."""
+    path = _container(root)
+    member = options.member
     kind = _kind(path)
     cap = options.max_file_bytes
     if kind == "db":
@@ -188,25 +187,28 @@ def read(root: Path, options: ReadOptions) -> Session:
     return s
 
 
+def _tops(sessions: list[tuple[str, str | None, Any]]) -> list[str]:
+    """The top-level sessions (no parent, or a parent the container lacks), in order."""
+    ids = {sid for sid, _p, _t in sessions}
+    return [sid for sid, parent, _t in sessions if not parent or parent not in ids]
+
+
 def _pick_root(sessions: list[tuple[str, str | None, Any]], member: str | None, where: str, s_diags: list[Diagnostic]) -> str | None:
-    """The session to read: the member named, else the latest top-level one."""
+    """The session to read: the member named, else the only top-level one
+    (with several, none: which one is the caller's to say, as ``PATH#ID``)."""
     ids = {sid for sid, _p, _t in sessions}
     if member is not None:
         if member in ids:
             return member
         s_diags.append(Diagnostic("opencode.no-session", f"no session {member} here (it holds {len(ids)})", ERROR, file=where))
         return None
-    tops = [(t if isinstance(t, (int, float)) else 0, sid) for sid, parent, t in sessions if not parent or parent not in ids]
-    if not tops:
-        s_diags.append(Diagnostic("opencode.no-session", "the store holds no session", ERROR, file=where))
-        return None
-    tops.sort()
-    chosen = tops[-1][1]
-    if len(tops) > 1:
+    tops = _tops(sessions)
+    if len(tops) != 1:
         s_diags.append(Diagnostic(
-            "opencode.other-sessions", f"holds {len(tops)} top-level sessions; read the latest, {chosen}; name another as {where}#<session id>",
-            INFO, file=where))
-    return chosen
+            "opencode.no-session", "the store holds no session" if not tops else
+            f"holds {len(tops)} top-level sessions; name one as {where}#<session id>", ERROR, file=where))
+        return None
+    return tops[0]
 
 
 def _read_db(path: str, member: str | None, options: ReadOptions) -> Session:
@@ -239,7 +241,8 @@ def _read_db(path: str, member: str | None, options: ReadOptions) -> Session:
 
         s = build(ns, steps=options.steps)
         _attach_children(s, children, load, options, {sid}, 0)
-        s.source_path = f"{path}#{sid}" if member is not None or len([1 for _c, p, _t in sessions if not p]) > 1 else path
+        if member is not None:
+            s.source_path = f"{path}#{sid}"
         return s
     finally:
         store.close()
@@ -261,20 +264,45 @@ def _attach_children(s: Session, children: dict[str, list[str]], load, options: 
 
 
 def _storage_parents(root: str, index: dict[str, str], cap: int) -> list[tuple[str, str | None, Any]]:
+    """``(session id, parent id, last update)`` of each session in a legacy tree.
+
+    A session whose own file cannot be read has lost its ``parentID``; when a
+    part of another session (its ``task`` call) names it, that session is its
+    parent, so a damaged sub-session stays under its parent instead of
+    turning into a second top-level session."""
     from ...jsonio import loads
     from ...reading.io import read_capped
 
     out = []
+    lost: list[int] = []
     for sid, p in index.items():
         data, _why = read_capped(p, cap)
         parent = updated = None
+        v = None
         if data is not None:
             v, _d = loads(data, p)
             if isinstance(v, dict):
                 parent = v.get("parentID") if isinstance(v.get("parentID"), str) else None
                 t = v.get("time") if isinstance(v.get("time"), dict) else {}
                 updated = t.get("updated", t.get("created"))
+        if not isinstance(v, dict):
+            lost.append(len(out))
         out.append((sid, parent, updated))
+    if lost:
+        owner: dict[str, str] = {}  # message id -> session id
+        for sid in index:
+            for name in native._json_names(os.path.join(root, "message", sid)):
+                owner[name[:-5]] = sid
+        for k in lost:
+            sid = out[k][0]
+            needle = sid.encode()
+            for mid, msid in owner.items():
+                if msid == sid:
+                    continue
+                pdir = os.path.join(root, "part", mid)
+                if any(needle in (read_capped(os.path.join(pdir, n), cap)[0] or b"") for n in native._json_names(pdir)):
+                    out[k] = (sid, msid, out[k][2])
+                    break
     return out
 
 
@@ -297,7 +325,7 @@ def _read_storage(path: str, member: str | None, options: ReadOptions) -> Sessio
             children.setdefault(parent, []).append(cid)
     s = build(ns, steps=options.steps)
     _attach_children(s, children, lambda i: native.load_storage(path, i, cap, index), options, {sid}, 0)
-    if member is not None or sum(1 for _c, p, _t in sessions if not p) > 1:
+    if member is not None:
         s.source_path = f"{path}#{sid}"
     return s
 
@@ -329,7 +357,37 @@ def _link_proxy_trace(s: Session, path: str) -> None:
             s.run.links.append(RecordLink("model-calls", p, None, "sibling-file", f"{n} sits beside the event stream"))
 
 
-# ---------------------------------------------------------------- listing
+# ---------------------------------------------------------------- members, listing
+
+def _db_session_list(path: str, cap: int) -> list[tuple[str, str | None, Any]] | None:
+    store, _diags = open_store(path, cap)
+    if store is None:
+        return None
+    try:
+        rows = native.db_sessions(store)
+    finally:
+        store.close()
+    return [(r["id"], r.get("parent_id"), r.get("time_updated")) for r in rows if isinstance(r.get("id"), str)]
+
+
+def members(root: Path, options: ReadOptions) -> list[str]:
+    """The sessions a store or legacy tree holds: its top-level ones (a
+    sub-session is read with its parent), plus the one ``options.member``
+    names when that is a sub-session of it. ``[]`` for an export or an event
+    stream (one session each)."""
+    path = _container(root)
+    kind = _kind(path)
+    if kind == "db":
+        sessions = _db_session_list(path, options.max_file_bytes) or []
+    elif kind == "storage":
+        sessions = _storage_parents(path, native.storage_index(path), options.max_file_bytes)
+    else:
+        return []
+    tops = _tops(sessions)
+    if options.member is not None and options.member not in tops and any(sid == options.member for sid, _p, _t in sessions):
+        tops.append(options.member)
+    return tops
+
 
 def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: set[tuple[int, int]]) -> None:
     try:
@@ -419,12 +477,12 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
     """One ``trajkit ls`` row: id, title, status, model, steps, tokens, cost, last update, path."""
-    s = read(Path(root), ReadOptions(max_file_bytes=max_file_bytes))
+    p, member = split_member(root)
+    s = read(Path(p), ReadOptions(max_file_bytes=max_file_bytes, member=member))
     calls = [e.model_usage for x in s.walk() for e in x.events if e.model_usage is not None]
     o = s.outcome
     status = None if o is None else ("finished" if o.reached_end else "aborted" if o.human_abort else "error" if o.external_error
                                      else "budget" if o.budget_exhausted else "stopped")
-    p, member = split_member(root)
     return {
         "id": s.id,
         "path": os.path.abspath(p) + (f"#{member}" if member else ""),
@@ -464,10 +522,11 @@ FORMAT = Format(
     find_sessions=find_sessions,
     summarize=summarize,
     context=rebuild_context,
+    members=members,
     tools=OPENCODE_TOOLS,
     examples=tuple(str(FIXTURES / n) for n in (
         "opencode.db", "storage", "ses_dd796ed30ffeT1G6Sfj5NJHY56.json", "opencode.jsonl", "letta-tool-calls.json", "letta-cleanup.json",
     )),
 )
 
-__all__ = ["FORMAT", "read", "find_sessions", "summarize", "rebuild_context", "sniff", "split_member"]
+__all__ = ["FORMAT", "read", "members", "find_sessions", "summarize", "rebuild_context", "sniff"]
