@@ -220,7 +220,8 @@ def _read_db(path: str, member: str | None, options: ReadOptions) -> Session:
         return s
     try:
         native.check_schema(store)
-        rows = native.db_sessions(store)
+        # a named session: it and its descendants only; else every session, to find the one top-level
+        rows = native.db_family(store, member) if member is not None else native.db_sessions(store)
         sessions = [(r.get("id"), r.get("parent_id"), r.get("time_updated")) for r in rows if isinstance(r.get("id"), str)]
         picked_diags: list[Diagnostic] = []
         sid = _pick_root(sessions, member, path, picked_diags)

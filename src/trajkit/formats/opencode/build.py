@@ -25,6 +25,7 @@ Steps: one per tool part that ran, as ``opencode.md`` §8.4 says.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -68,13 +69,17 @@ def _num(v: Any) -> int | float | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
 def iso_ms(ms: Any) -> str | None:
-    """Epoch milliseconds as an ISO UTC timestamp."""
+    """Epoch milliseconds as an ISO UTC timestamp (``2026-01-01T00:00:00.000Z``)."""
     v = _num(ms)
-    if v is None:
+    if v is None or v != v:
         return None
     try:
-        return datetime.fromtimestamp(v / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        secs, milli = divmod(int(v), 1000)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(secs)) + f".{milli:03d}Z" if secs >= 0 else None
     except (OverflowError, OSError, ValueError):
         return None
 
@@ -103,7 +108,7 @@ def usage_of(tokens: Any, cost: Any, source: str, model: str | None) -> tuple[Us
 
 
 class _Span:
-    __slots__ = ("index", "response_id", "outputs", "pending", "finish", "reasoning", "texts", "usage", "native")
+    __slots__ = ("index", "response_id", "outputs", "pending", "finish", "finish_event", "reasoning", "texts", "usage", "native")
 
     def __init__(self, index: int, response_id: str):
         self.index = index
@@ -111,6 +116,7 @@ class _Span:
         self.outputs: list[Event] = []
         self.pending: list[Event] = []  # observations placed after the span's outputs
         self.finish: Rec | None = None
+        self.finish_event: Event | None = None
         self.reasoning: list[str] = []
         self.texts: list[str] = []
         self.usage: Usage | None = None
@@ -140,6 +146,7 @@ def build(ns: NSession, *, steps: bool = True) -> Session:
         mi = m.info
         model = mi.get("modelID") if isinstance(mi.get("modelID"), str) else None
         created = iso_ms(_obj(mi.get("time")).get("created"))
+        message_event = None
         if m.rec is not None:
             err = _obj(mi.get("error"))
             kind = ERROR_EVENT if err else STATE
@@ -147,8 +154,9 @@ def build(ns: NSession, *, steps: bool = True) -> Session:
             text = _error_text(err) if err else None
             if not m.rec.ok:
                 kind, text = OTHER, None
-            events.append(Event(m.id, kind, f"message.{role or 'unknown'}", m.rec.raw, source="agent" if role == "assistant" else role,
-                                role=role, timestamp=created, text=text, ref=m.rec.ref, extra=extra))
+            message_event = Event(m.id, kind, f"message.{role or 'unknown'}", m.rec.raw, source="agent" if role == "assistant" else role,
+                                  role=role, timestamp=created, text=text, ref=m.rec.ref, extra=extra)
+            events.append(message_event)
         spans: list[_Span] = []
         span: _Span | None = None
 
@@ -184,8 +192,9 @@ def build(ns: NSession, *, steps: bool = True) -> Session:
                 close(span)
                 span.finish = p
                 span.usage, span.native = usage_of(b.get("tokens"), b.get("cost"), "step-finish", model)
-                events.append(Event(p.id, STATE, "part.step-finish", p.raw, source="agent", timestamp=ts, ref=p.ref,
-                                    response_id=span.response_id, extra=_pick(b, "reason", "snapshot")))
+                span.finish_event = Event(p.id, STATE, "part.step-finish", p.raw, source="agent", timestamp=ts, ref=p.ref,
+                                          response_id=span.response_id, extra=_pick(b, "reason", "snapshot"))
+                events.append(span.finish_event)
                 span = None
                 continue
             if role == "assistant" and typ in ("text", "reasoning", "tool") and span is None:
@@ -268,15 +277,13 @@ def build(ns: NSession, *, steps: bool = True) -> Session:
             for sp in spans:
                 if sp.native is None:
                     continue
-                target = sp.outputs[0] if sp.outputs else None
-                if target is None and sp.finish is not None:
-                    target = next((e for e in reversed(events) if e.id == sp.finish.id), None)
+                target = sp.outputs[0] if sp.outputs else sp.finish_event
                 if target is not None:
                     target.model_usage, target.usage = sp.usage, sp.native
                 calls.append({"response_id": sp.response_id, "message_id": m.id, "usage": sp.usage, "event_id": target.id if target else None})
         elif role == "assistant" and m.rec is not None and ("tokens" in mi or "cost" in mi):
             u, native = usage_of(mi.get("tokens"), mi.get("cost"), "message.tokens", model)
-            target = spans[0].outputs[0] if spans and spans[0].outputs else next((e for e in events if e.id == m.id), None)
+            target = spans[0].outputs[0] if spans and spans[0].outputs else message_event
             if u is not None and target is not None:
                 target.model_usage, target.usage = u, native
                 if spans:

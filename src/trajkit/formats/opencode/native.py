@@ -135,11 +135,36 @@ def db_session_info(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def db_sessions(store: Store) -> list[dict[str, Any]]:
-    """Every ``session`` row (the columns present), in creation order."""
+    """``id``, ``parent_id`` and ``time_updated`` of every ``session`` row
+    (the columns present), in creation order."""
     if not store.has("session", "id"):
         return []
+    cols = ", ".join(c for c in ("id", "parent_id", "time_updated") if store.has("session", c))
     order = "time_created, id" if store.has("session", "time_created") else "id"
-    return list(store.rows(f"SELECT * FROM session ORDER BY {order}", what="sessions"))
+    return list(store.rows(f"SELECT {cols} FROM session ORDER BY {order}", what="sessions"))
+
+
+def db_family(store: Store, sid: str) -> list[dict[str, Any]]:
+    """Session ``sid`` and its descendants (``id``, ``parent_id``, ``time_updated``),
+    without reading the other sessions' rows (``parent_id`` lookups)."""
+    if not store.has("session", "id"):
+        return []
+    cols = ", ".join(c for c in ("id", "parent_id", "time_updated") if store.has("session", c))
+    out = list(store.rows(f"SELECT {cols} FROM session WHERE id = ?", (sid,), "the session row"))
+    if not out or not store.has("session", "parent_id"):
+        return out
+    seen = {sid}
+    frontier = [sid]
+    while frontier and len(seen) < 100_000:
+        nxt = []
+        for pid in frontier:
+            for r in store.rows(f"SELECT {cols} FROM session WHERE parent_id = ? ORDER BY id", (pid,), "sub-sessions"):
+                if isinstance(r.get("id"), str) and r["id"] not in seen:
+                    seen.add(r["id"])
+                    out.append(r)
+                    nxt.append(r["id"])
+        frontier = nxt
+    return out
 
 
 def load_db(store: Store, sid: str, cap: int) -> NSession | None:
