@@ -294,6 +294,28 @@ def test_ls_lists_every_store_of_a_data_folder(tmp_path, cli):
     assert all(r["subagents"] == 0 for r in rows)
 
 
+@pytest.mark.parametrize("xdg", [False, True])
+def test_ls_harness_lists_the_home_folder(tmp_path, xdg):
+    """`trajkit ls --harness opencode` with no path: $XDG_DATA_HOME/opencode, else ~/.local/share/opencode."""
+    home = tmp_path / "home"
+    data = (tmp_path / "xdg" if xdg else home / ".local" / "share") / "opencode"
+    make_db(data / "opencode.db", corpus_rows())
+    make_db(data / "opencode-dev.db", export_to_rows(storage_sessions()[0]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
+    env.update(HOME=str(home), COLUMNS="400")
+    if xdg:
+        env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    proc = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "opencode", "--json"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(proc.stdout)
+    con = sqlite3.connect(data / "opencode-dev.db")
+    dev = [r[0] for r in con.execute("SELECT id FROM session WHERE parent_id IS NULL")]
+    con.close()
+    assert sorted(r["id"] for r in rows) == sorted([SID, *dev])
+    assert all(r["path"].startswith(str(data)) for r in rows)
+
+
 def test_cli_verbs_on_a_store(tmp_path, cli):
     db = make_db(tmp_path / "opencode.db", corpus_rows())
     out = cli("steps", str(db), "--json", check=True)

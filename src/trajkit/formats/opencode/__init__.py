@@ -525,6 +525,8 @@ FORMAT = Format(
     context=rebuild_context,
     members=members,
     tools=OPENCODE_TOOLS,
+    # opencode's Global.Path.data: $XDG_DATA_HOME/opencode (xdg-basedir), default ~/.local/share/opencode
+    homes=("${XDG_DATA_HOME:-~/.local/share}/opencode",),
     examples=tuple(str(FIXTURES / n) for n in (
         "opencode.db", "storage", "ses_dd796ed30ffeT1G6Sfj5NJHY56.json", "opencode.jsonl", "letta-tool-calls.json", "letta-cleanup.json",
     )),
