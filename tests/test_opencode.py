@@ -561,3 +561,49 @@ def test_detection_from_inside_a_data_folder(tmp_path):
         assert det.format.name == "opencode" and Path(det.match.root) == db, p
     s = registry.read(str(data))
     assert s.id == SID
+
+
+def test_compaction_and_subtask_parts(tmp_path):
+    """A compaction (the summary call sees everything; later calls start at the summary) and a
+    subtask part whose child session has no task call to tie it to."""
+    parent, child = storage_sessions()
+    sid, mids = parent["info"]["id"], [m["info"]["id"] for m in parent["messages"]]
+    t = parent["messages"][-1]["info"]["time"]["created"]
+    mk = lambda k: f"msg_0a1b2c3d{k:04d}CCCCCCCCCCCCCCCC"  # noqa: E731
+    pk = lambda k: f"prt_0a1b2c3d{k:04d}CCCCCCCCCCCCCCCC"  # noqa: E731
+    user = {"id": mk(1), "sessionID": sid, "role": "user", "time": {"created": t + 5000}, "agent": "build"}
+    summary = {"id": mk(2), "sessionID": sid, "role": "assistant", "parentID": mk(1), "summary": True, "mode": "compaction",
+               "modelID": "stub-model", "providerID": "stub", "time": {"created": t + 6000}, "finish": "stop",
+               "tokens": {"input": 5, "output": 3, "reasoning": 0, "cache": {"read": 0, "write": 0}}, "cost": 0}
+    ask = {"id": mk(3), "sessionID": sid, "role": "user", "time": {"created": t + 7000}, "agent": "build"}
+    answer = {"id": mk(4), "sessionID": sid, "role": "assistant", "parentID": mk(3), "modelID": "stub-model", "providerID": "stub",
+              "time": {"created": t + 8000}, "finish": "stop"}
+    parent["messages"] += [
+        {"info": user, "parts": [{"id": pk(1), "sessionID": sid, "messageID": mk(1), "type": "compaction", "auto": True}]},
+        {"info": summary, "parts": [{"id": pk(2), "sessionID": sid, "messageID": mk(2), "type": "text", "text": "Summary: tests fail on rounding."}]},
+        {"info": ask, "parts": [{"id": pk(3), "sessionID": sid, "messageID": mk(3), "type": "subtask", "prompt": "check", "description": "Check rounding",
+                                 "agent": "explore"},
+                                {"id": pk(4), "sessionID": sid, "messageID": mk(3), "type": "text", "text": "Now fix it."}]},
+        {"info": answer, "parts": [{"id": pk(5), "sessionID": sid, "messageID": mk(4), "type": "text", "text": "Fixed."}]},
+    ]
+    # the child belongs to the subtask, not to the task call: rename it and drop the task call's pointer
+    child["info"]["id"] = "ses_0a1b2c3f0ffeDDDDchild00002"
+    for m in parent["messages"]:
+        for p in m["parts"]:
+            if p.get("tool") == "task":
+                p["state"]["metadata"] = {}
+                p["state"]["output"] = "done"
+                p["state"]["time"] = {"start": 1, "end": 2}
+    root = write_storage(tmp_path / "storage", [parent, child])
+    s = read(root)
+    assert [e.type for e in s.events if e.id in (pk(1), pk(3))] == ["part.compaction", "part.subtask"]
+    assert "opencode.child-unlinked" in codes(s) and [c.id for c in s.children] == [child["info"]["id"]]
+    ctx = opencode.rebuild_context(s)
+    before, summary_call, after = ctx[-3], ctx[-2], ctx[-1]
+    assert summary_call["llm_response_id"] == mk(2) and len(summary_call["messages"]) > len(before["messages"])
+    # after the summary: the summary and the new request only
+    assert [m["role"] for m in after["messages"]] == ["assistant", "user"]
+    assert after["messages"][0]["content"].startswith("Summary:") and after["messages"][1]["content"] == "Now fix it."
+    # the summary call's usage falls back to the message's own tokens (no step-finish)
+    [u] = [e.model_usage for e in s.events if e.id == pk(2)]
+    assert (u.input, u.output, u.source) == (5, 3, "message.tokens")
