@@ -29,7 +29,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-from ...diagnostics import INFO, WARNING, Diagnostic
+from ...diagnostics import INFO, WARNING
 from ...model import (
     ACTION,
     ERROR_EVENT,

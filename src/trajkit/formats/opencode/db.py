@@ -36,8 +36,6 @@ from urllib.parse import quote
 
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 
-#: The SQLite file magic.
-MAGIC = b"SQLite format 3\x00"
 #: How long a read-only open waits for a writer's lock before falling back (seconds).
 BUSY_TIMEOUT = 0.25
 
