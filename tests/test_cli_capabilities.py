@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from trajkit.registry import formats_that_can
+
 from conftest import REPO
 
 V0_TRIAL = REPO / "examples" / "openhands-v0-trial"
@@ -51,7 +53,8 @@ def test_context_on_a_format_without_it_names_the_formats_that_can(cli):
     p = cli("context", V0_TRIAL)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip() == (f"trajkit: {V0_TRIAL}: read as openhands-v0; openhands-v0 cannot show what the model saw; "
-                                "formats that can: openhands-sdk")
+                                f"formats that can: {', '.join(formats_that_can('context'))}")
+    assert "openhands-sdk" in formats_that_can("context")
     p = cli("context", ROLLOUT, "--json")
     assert p.returncode == 2 and "read as rollout-trace; rollout-trace cannot show what the model saw" in p.stderr
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from trajkit.registry import BUILTIN_FORMATS, get_format
+
 from conftest import REPO
 
 EXAMPLE_V0 = REPO / "examples" / "openhands-v0-trial"
@@ -138,7 +140,8 @@ def test_listing_entry_points_imports_no_format(tmp_path):
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert p.returncode == 0, p.stderr
-    assert p.stdout.strip() == "['openhands-v0', 'rollout-trace', 'openhands-sdk'] []"
+    # every built-in, in table order (the list grows as formats land), and no format module loaded
+    assert p.stdout.strip() == f"{list(BUILTIN_FORMATS)} []"
     h = subprocess.run([sys.executable, "-X", "importtime", "-m", "trajkit", "--help"], capture_output=True, text=True,
                        cwd=REPO, timeout=120)
     assert h.returncode == 0
@@ -201,7 +204,9 @@ def test_ls_and_context_dispatch_to_any_format_that_declares_them(tmp_path):
         {"llm_response_id": "echo-2", "event_id": 2, "messages": [{"role": "user", "content": "second line"}]},
     ]
     p = trajkit(site, "context", EXAMPLE_V0)
-    assert p.returncode == 2 and "formats that can: openhands-sdk, echo" in p.stderr
+    # the built-ins that declare context, then the plugin
+    builtin_can = ", ".join(n for n in BUILTIN_FORMATS if get_format(n).can("context"))
+    assert p.returncode == 2 and f"formats that can: {builtin_can}, echo" in p.stderr
 
 
 def test_fast_entry_point_scan_agrees_with_importlib_metadata(tmp_path):
@@ -226,4 +231,4 @@ def test_fast_entry_point_scan_agrees_with_importlib_metadata(tmp_path):
     assert fast == slow
     assert ["odd", "odd_mod:FORMAT [extra]", "odd-name-plugin", "0.1"] in fast
     assert ["twin", "twin_b:FORMAT", "twin-b", "0.1"] in fast and not any(v == "shadowed:FORMAT" for _, v, _, _ in fast)
-    assert {n for n, _, d, _ in fast if d == "trajkit"} == {"openhands-v0", "rollout-trace", "openhands-sdk"}
+    assert {n for n, _, d, _ in fast if d == "trajkit"} == set(BUILTIN_FORMATS)

@@ -404,7 +404,9 @@ def _runs() -> list[Path]:
     runs += sorted(p for p in TRIALS.iterdir() if p.is_dir())
     runs += sorted(p for p in (CORPUS / "openhands_v1" / "certifier_fixtures" / "conversations").iterdir() if p.is_dir())
     runs += [REPO / "tests" / "fixtures" / "rl" / "edge" / "cut", REPO / "tests" / "fixtures" / "rl" / "edge" / "odd",
-             CORPUS / "opencode", REPO / "tests" / "fixtures" / "export" / "v0_edge_cases.json"]
+             CORPUS / "opencode", REPO / "tests" / "fixtures" / "export" / "v0_edge_cases.json",
+             CORPUS / "opencode" / "opencode_export_session.json", CORPUS / "opencode" / "opencode_run_format_json_events.jsonl",
+             REPO / "src" / "trajkit" / "formats" / "fixtures" / "opencode" / "storage"]
     return runs
 
 

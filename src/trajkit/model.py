@@ -721,6 +721,26 @@ class TrialResult:
 
 
 @dataclass(slots=True)
+class RecordLink:
+    """Another record of the same run, kept by another tool (set by the reader that found both).
+
+    ``rel``: what the other record is to this one: ``model-calls`` (a capture
+    of the run's model calls, e.g. a proxy's rollout trace beside an agent's
+    own session) or ``session`` (the agent's own session record beside a
+    capture). ``path``: where it is; ``session_id``: the agent session it
+    holds, when known; ``method``: how the two were matched (``call-ids``:
+    the tool call ids of one appear in the other; ``sibling-file``: it sits
+    beside this record, in the layout the harness writes); ``detail``: why, for people.
+    """
+
+    rel: str
+    path: str
+    session_id: str | None = None
+    method: str = ""
+    detail: str = ""
+
+
+@dataclass(slots=True)
 class RunInfo:
     """Facts about the run as a whole, typed (set by the reader; None = not recorded).
 
@@ -736,6 +756,7 @@ class RunInfo:
     - ``cost_usd``: the run's LLM cost as the record states it.
     - ``results``: the harness's results files (:class:`TrialResult`).
     - ``verifier_dir``: the harness's verifier output directory (harbor ``verifier/``).
+    - ``links``: other records of the same run (:class:`RecordLink`).
     """
 
     harness: str | None = None
@@ -753,6 +774,7 @@ class RunInfo:
     cost_usd: float | None = None
     results: list[TrialResult] = field(default_factory=list)
     verifier_dir: str | None = None
+    links: list[RecordLink] = field(default_factory=list)
 
     def result(self, kind: str) -> TrialResult | None:
         """The first results file of ``kind``, if any."""

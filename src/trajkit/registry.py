@@ -64,6 +64,7 @@ BUILTIN_FORMATS: dict[str, str] = {
     "openhands-v0": "trajkit.formats.openhands_v0:FORMAT",
     "rollout-trace": "trajkit.formats.rollout_trace:FORMAT",
     "openhands-sdk": "trajkit.formats.openhands_sdk:FORMAT",
+    "opencode": "trajkit.formats.opencode:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

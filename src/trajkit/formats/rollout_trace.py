@@ -41,6 +41,7 @@ from ..model import (
     SYSTEM,
     Event,
     ReadOptions,
+    RecordLink,
     Ref,
     Session,
     SourceFile,
@@ -477,6 +478,10 @@ def _read_sidecars(directory: Path, trace: Path, b: SessionBuilder) -> None:
             continue
         if role == "agent_events":
             b.ignored(p, role, "the agent's own event stream (opencode run --format json)", _size(probe, p))
+            sid = _agent_session_id(probe.head(p, 4096))
+            session.run.links.append(RecordLink(
+                "session", str(p), sid, "sibling-file",
+                "the agent's own record of this run, beside the trace (OpenEnv's ~/logs/agent/ layout)"))
             continue
         if name.endswith(".txt"):
             data, _sf = b.read_bytes(p, role)
@@ -507,6 +512,17 @@ def _read_sidecars(directory: Path, trace: Path, b: SessionBuilder) -> None:
         )
         for name in others:
             b.unused(directory / name, "events")
+
+
+def _agent_session_id(head: bytes) -> str | None:
+    """The ``sessionID`` of the first event in an opencode event stream's head."""
+    line = head.split(b"\n", 1)[0]
+    try:
+        first = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    sid = first.get("sessionID") if isinstance(first, dict) else None
+    return sid if isinstance(sid, str) and sid else None
 
 
 def _size(probe: Probe, p: Path) -> int | None:
