@@ -629,6 +629,10 @@ class Usage:
     reasoning), ``total`` (as recorded, else None); ``cost`` in USD. ``source``
     says where the figures came from (e.g. ``llm_metrics difference``,
     ``usage_to_metrics``, ``response.usage``). None means "not recorded".
+    ``output_lower_bound``: ``output`` is a lower bound, not the call's
+    figure (Claude Code 2.x writes the usage of the stream's first event:
+    ``output_tokens`` counts what had been generated when the row was
+    written).
     """
 
     input: int | None = None
@@ -640,6 +644,7 @@ class Usage:
     cost: float | None = None
     source: str | None = None
     model: str | None = None
+    output_lower_bound: bool = False
 
     @classmethod
     def from_counts(cls, counts: Any, source: str | None) -> "Usage | None":

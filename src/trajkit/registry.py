@@ -65,6 +65,7 @@ BUILTIN_FORMATS: dict[str, str] = {
     "rollout-trace": "trajkit.formats.rollout_trace:FORMAT",
     "openhands-sdk": "trajkit.formats.openhands_sdk:FORMAT",
     "opencode": "trajkit.formats.opencode:FORMAT",
+    "claude-code": "trajkit.formats.claude_code:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

@@ -1,0 +1,197 @@
+"""Where Claude Code's files are, and what a file holds (``claude-code.md`` §1).
+
+A session is its transcript ``<project>/<session id>.jsonl`` plus the
+companion folder ``<project>/<session id>/`` (``subagents/agent-*.jsonl``
+with ``.meta.json`` sidecars, ``subagents/workflows/<run id>/``,
+``workflows/``) and, in the 2.0.x layout, the project-level
+``<project>/agent-<id>.jsonl`` files whose rows name the session. A
+``claude -p --output-format stream-json`` log is a session on its own
+(Harbor keeps it as ``<trial>/agent/claude-code.txt``).
+
+Every path inside a session maps to its main transcript
+(:func:`session_root`), so a sub-agent file is read with the session that
+spawned it and never orphaned.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import orjson
+
+from ...reading.probe import Probe
+
+TRANSCRIPT = "transcript"
+STREAM = "stream-json"
+
+#: Bytes of a file sniffed (whole lines only: the identifying line can be kilobytes in).
+SNIFF_BYTES = 1 << 18
+#: Lines looked at when sniffing.
+SNIFF_LINES = 64
+
+STREAM_NAME = "claude-code.txt"
+AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
+#: Row types only Claude Code transcripts write (a file of nothing else is still one).
+TRANSPORT_TYPES = frozenset({
+    "summary", "file-history-snapshot", "queue-operation", "progress", "attachment", "mode", "permission-mode",
+    "last-prompt", "pr-link", "custom-title", "tag", "agent-name",
+})
+
+
+def kind_of_lines(data: bytes) -> tuple[str | None, str]:
+    """What JSON lines hold: ``transcript``, ``stream-json`` or None, and why.
+
+    Only whole lines are looked at (a cut last line is skipped)."""
+    lines = data.split(b"\n")
+    if not data.endswith(b"\n") and len(lines) > 1:
+        lines = lines[:-1]
+    transport = 0
+    seen = 0
+    for line in lines[:SNIFF_LINES]:
+        line = line.strip()
+        if not line.startswith(b"{"):
+            continue
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(row, dict):
+            return None, "a line is no JSON object"
+        seen += 1
+        t = row.get("type")
+        if t == "system" and row.get("subtype") == "init" and ("claude_code_version" in row or "session_id" in row):
+            return STREAM, 'a {"type": "system", "subtype": "init"} line with claude_code_version / session_id'
+        if t in ("user", "assistant") and isinstance(row.get("message"), dict) and "content" in row["message"]:
+            if "payload" in row or "sessionId" in row and "projectHash" in row:
+                return None, "user/assistant lines in another harness's envelope"
+            if "session_id" in row or "parent_tool_use_id" in row or "tool_use_result" in row:
+                return STREAM, "user/assistant lines with snake_case session_id / parent_tool_use_id"
+            return TRANSCRIPT, f"a {t!r} line with a message object holding content"
+        if t == "result" and ("modelUsage" in row or "total_cost_usd" in row or "num_turns" in row):
+            return STREAM, "a result line with modelUsage / total_cost_usd"
+        if t in TRANSPORT_TYPES and ("uuid" in row or "sessionId" in row or "leafUuid" in row or "messageId" in row):
+            transport += 1
+        elif t == "system" and "sessionId" in row and "uuid" in row:
+            transport += 1
+        elif t not in TRANSPORT_TYPES and t not in ("system", "rate_limit_event"):
+            return None, f"a line of type {t!r}"
+    if transport and transport == seen:
+        return TRANSCRIPT, "only Claude Code transport lines (snapshots, summaries, queue operations)"
+    return None, "no user/assistant line with a message, no system/init line"
+
+
+def file_kind(path: str | os.PathLike, probe: Probe) -> tuple[str | None, str]:
+    """What the file at ``path`` holds (see :func:`kind_of_lines`): its
+    first 64 KiB, and up to :data:`SNIFF_BYTES` when no whole line there decides."""
+    p = os.fspath(path)
+    data = probe.head(p, 1 << 16)
+    if len(data) == 1 << 16:
+        kind, why = kind_of_lines(data)
+        if kind is not None or why.startswith("a line"):
+            return kind, why
+        data = probe.head(p, SNIFF_BYTES)
+    if not data.strip():
+        st = probe.stat(p)
+        if st is not None and st.st_size == 0 and p.endswith(".jsonl") and _looks_like_session_name(Path(p)):
+            return TRANSCRIPT, "an empty session file named like one"
+        return None, "empty file"
+    return kind_of_lines(data)
+
+
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _looks_like_session_name(p: Path) -> bool:
+    return bool(_UUID.match(p.stem)) or bool(AGENT_FILE.match(p.name))
+
+
+def companion_owner(path: Path, probe: Probe) -> Path | None:
+    """The main transcript a path inside a session's companion folder
+    belongs to: the nearest ancestor ``X`` (up to five levels) with a file
+    ``X.jsonl`` beside it and a ``subagents`` or ``workflows`` folder in it."""
+    p = path
+    for _ in range(6):
+        parent = p.parent
+        if parent == p:
+            return None
+        if probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
+            main = parent / (p.name + ".jsonl")
+            if probe.is_file(main):
+                return main
+        p = parent
+    return None
+
+
+def session_of_agent_file(path: Path, probe: Probe) -> Path | None:
+    """For a 2.0.x project-level ``agent-<id>.jsonl``: the main transcript
+    its rows name (``sessionId``), when it is beside it."""
+    data = probe.head(path, SNIFF_BYTES)
+    for line in data.split(b"\n")[:SNIFF_LINES]:
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("sessionId"), str):
+            sid = row["sessionId"].split("#", 1)[0]
+            main = path.parent / (sid + ".jsonl")
+            if main != path and probe.is_file(main):
+                return main
+            return None
+    return None
+
+
+def session_files(directory: Path, probe: Probe) -> list[Path]:
+    """The main transcripts directly in a project folder (not ``agent-*``)."""
+    names = probe.listdir(directory) or []
+    return sorted(
+        directory / n for n in names
+        if n.endswith(".jsonl") and not AGENT_FILE.match(n) and probe.is_file(directory / n)
+    )
+
+
+def session_root(candidate: Path, probe: Probe) -> tuple[Path | None, str]:
+    """The session file a path belongs to (the path itself for a standalone
+    file), and why; None when the path is no Claude Code session."""
+    if probe.is_file(candidate):
+        owner = companion_owner(candidate.parent, probe)
+        if owner is not None:
+            return owner, f"inside the companion folder of {owner.name}"
+        if AGENT_FILE.match(candidate.name):
+            main = session_of_agent_file(candidate, probe)
+            if main is not None:
+                return main, f"a project-level sub-agent file of {main.name}"
+        if not candidate.name.endswith((".jsonl", ".txt", ".json")) or candidate.name.endswith(".meta.json"):
+            return None, "not a JSON Lines file"
+        if candidate.name.endswith(".json") and not candidate.name.endswith(".jsonl"):
+            return None, "a JSON file outside a session's companion folder"
+        kind, why = file_kind(candidate, probe)
+        if kind is None:
+            return None, why
+        return candidate, why
+    if not probe.is_dir(candidate):
+        return None, "not a file or a directory"
+    owner = companion_owner(candidate, probe)
+    if owner is not None:
+        return owner, f"the companion folder of {owner.name}" if owner.parent == candidate.parent else f"inside the companion folder of {owner.name}"
+    names = probe.listdir(candidate) or []
+    if STREAM_NAME in names and probe.is_file(candidate / STREAM_NAME):
+        kind, why = file_kind(candidate / STREAM_NAME, probe)
+        if kind == STREAM:
+            return candidate / STREAM_NAME, f"{STREAM_NAME}: {why}"
+    if probe.has(candidate, "agent") and probe.is_file(candidate / "agent" / STREAM_NAME):
+        kind, why = file_kind(candidate / "agent" / STREAM_NAME, probe)
+        if kind == STREAM:
+            return candidate, f"a trial folder whose agent/{STREAM_NAME} is a stream-json log"
+    mains = []
+    for m in session_files(candidate, probe):
+        if file_kind(m, probe)[0] is not None:
+            mains.append(m)
+            if len(mains) > 1:
+                break
+    if len(mains) == 1:
+        return mains[0], f"a project folder holding one session, {mains[0].name}"
+    if mains:
+        return None, "a project folder holding several sessions; name one (trajkit ls lists them)"
+    return None, "no Claude Code session here"
