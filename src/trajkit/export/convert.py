@@ -33,6 +33,8 @@ class ConvertResult:
     secrets: list[dict[str, Any]] = field(default_factory=list)
     #: outputs whose name another run of the same batch had taken: ``{name, written_as, session}``
     clashes: list[dict[str, Any]] = field(default_factory=list)
+    #: binary attachments written beside the documents (``media/<sha256>.<ext>``)
+    media: list[Path] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -174,6 +176,12 @@ def convert(
                                 "source": session.source_path})
         return out_dir / got
 
+    for rel, blob in sorted(export.media.items()):
+        # binary attachments the entries reference (export/media.py): beside the documents
+        mp = out_dir / rel
+        ensure_dir(mp.parent)
+        write_atomic(mp, blob, make_parents=False)
+        res.media.append(mp)
     if target == "asf":
         for f in export.files:
             data = asf.write_asf(f)

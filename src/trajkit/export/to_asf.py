@@ -53,6 +53,7 @@ from ..model import native_record
 from ..spec import asf
 from ..spec.asf.codec import _classify
 from . import secrets as secret_patterns
+from .media import spill as spill_media
 
 NS = "trajkit"
 NATIVE = "trajkit:native"
@@ -124,6 +125,8 @@ class AsfExport:
     sessions: dict[int, str] = field(default_factory=dict)  # id(Session) -> asf session id
     redactions: int = 0
     linked: list[Session] = field(default_factory=list)
+    #: binary attachments taken out of the entries (:mod:`.media`): path under the output folder -> bytes
+    media: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def root(self) -> asf.AsfFile:
@@ -206,7 +209,8 @@ def _ts_of(e: Event) -> str | None:
 class _Builder:
     """Appends entries to one ASF session, tracking the leaf."""
 
-    def __init__(self, header: dict[str, Any], redactor: Redactor, passthrough: bool):
+    def __init__(self, header: dict[str, Any], redactor: Redactor, passthrough: bool, media: dict[str, bytes] | None = None):
+        self.media = media if media is not None else {}
         self.file = asf.AsfFile(header=header, version=(0, asf.FORMAT_MINOR))
         self.leaf: str | None = None
         self.ts = header.get("created_at")
@@ -224,6 +228,7 @@ class _Builder:
             if self.passthrough and native is not None:
                 ref["raw"] = native
             body[NATIVE] = ref
+        body = spill_media(body, self.media)  # images go to the side folder, never inline
         if self.redactor.active:
             body = self.redactor.value(body)
             item = body.get("item")
@@ -320,7 +325,7 @@ def _convert(
     header, rec = asf.normalise_ijson(header)
     if rec:
         header["normalised"] = rec
-    b = _Builder(header, redactor, passthrough)
+    b = _Builder(header, redactor, passthrough, out.media)
     out.files.append(b.file)
     place: dict[Any, Placement] = {}
 

@@ -96,6 +96,9 @@ def read(root: Path, options: ReadOptions) -> Session:
         if st is not None and st.st_size > 0:
             b.diag("claude-code.not-recognised", f"the file does not look like a Claude Code record ({why}); read as a {kind}", WARNING, file=target)
     s.view = kind
+    # the message history is kept, the system prompt and tool declarations are
+    # not: ASF must not claim request hashes that could be checked
+    s.metadata["context_rebuildable"] = False
     rows = read_rows(b, target)
     r = build_session(s, [rows], kind, agent_file=bool(layout.AGENT_FILE.match(target.name)))
     fill_run(s, r)

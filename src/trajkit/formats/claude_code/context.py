@@ -25,11 +25,11 @@ MISSING_PARTS = ["system prompt", "tool declarations", "harness reminders and at
 def _session_of(x: Any) -> Session:
     if isinstance(x, Session):
         return x
-    from . import read
     from ...model import ReadOptions
-    from pathlib import Path
+    from ...registry import read, root_for
+    from .reader import NAME
 
-    return read(Path(x), ReadOptions(steps=False))
+    return read(root_for(x, NAME), format=NAME, options=ReadOptions(steps=False))
 
 
 def _content(raw: Any) -> Any:

@@ -642,6 +642,14 @@ def read_rows(b: SessionBuilder, path: Path, role: str = "events") -> _Rows:
 
 
 def build_session(s: Session, files: list[_Rows], kind: str, agent_file: bool = False) -> _Reader:
+    if not agent_file:
+        # a file whose every conversation row is a sidechain row is a
+        # sub-agent's own file under another name
+        conv = [jl.value for f in files for jl in f.rows
+                if isinstance(jl.value, dict) and jl.value.get("type") in ("user", "assistant")]
+        agent_file = bool(conv) and all(v.get("isSidechain") is True for v in conv)
+        if agent_file:
+            s.metadata["sidechain_file"] = True
     r = _Reader(s, kind, agent_file)
     for f in files:
         for jl in f.rows:
