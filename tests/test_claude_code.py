@@ -473,3 +473,17 @@ def test_detected_from_inside_a_session_folder_and_not_elsewhere(tmp_path):
     for p in sorted(codex.rglob("*.jsonl"))[:5]:
         det = registry.detect(p, only=["claude-code"])
         assert det.format is None, p
+
+
+def test_the_docs_examples_run(tmp_path):
+    """Every ``$ trajkit ...`` line of docs/claude-code.md runs (in order,
+    from the repository root, with /tmp/ outputs moved under tmp_path)."""
+    repo = Path(__file__).resolve().parents[1]
+    doc = (repo / "docs" / "claude-code.md").read_text(encoding="utf-8")
+    lines = [ln[2:] for ln in doc.splitlines() if ln.startswith("$ trajkit ")]
+    assert len(lines) >= 8
+    trajkit = f"{sys.executable} -m trajkit"
+    for ln in lines:
+        cmd = ln.replace("/tmp/", f"{tmp_path}/").replace("trajkit ", trajkit + " ", 1)
+        p = subprocess.run(cmd, shell=True, cwd=repo, capture_output=True, text=True, timeout=180)
+        assert p.returncode == 0, f"{ln}\n{p.stdout}\n{p.stderr}"
