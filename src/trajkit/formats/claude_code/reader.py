@@ -148,7 +148,6 @@ class _Reader:
         self.call_event: dict[str, Event] = {}  # minted id -> action event
         self.result_rows: dict[str, dict[str, Any]] = {}  # minted id -> the row that answered it
         self.responses: dict[str, list[tuple[Event, dict[str, Any]]]] = {}
-        self.row_of: dict[Any, dict[str, Any]] = {}  # event id -> row (first part)
         self.task: str | None = None
         self.models: list[str] = []
         self.versions: list[str] = []
@@ -192,10 +191,9 @@ class _Reader:
         ts = _s(row.get("timestamp"))
         if ts:
             self.stamps.append(ts)
-        for key, dest in (("version", self.versions), ("claude_code_version", self.versions)):
-            v = row.get(key)
-            if isinstance(v, str) and v not in dest:
-                dest.append(v)
+        v = row.get("version") or row.get("claude_code_version")
+        if v is not None and v not in self.versions and isinstance(v, str):
+            self.versions.append(v)
         if self.cwd is None and isinstance(row.get("cwd"), str):
             self.cwd = row["cwd"]
         parent = row.get("parentUuid")
@@ -221,7 +219,6 @@ class _Reader:
                 text = _s(att.get("content")) or _s(att.get("prompt"))
             out = [self._add(Event(eid, OTHER, str(t), row, source="harness", timestamp=ts, text=text, ref=ref))]
         for e in out:
-            self.row_of.setdefault(e.id, row)
             if isinstance(parent, str) and e is out[0]:
                 e.parent_id = parent
             elif len(out) > 1 and e is not out[0]:
@@ -561,12 +558,13 @@ def apply_tree(s: Session, leaf_hint: Any = None) -> None:
             last_active = e.id
     abandoned = 0
     leaves = []
+    in_tree = {id(e) for e in tree}
     for e in s.events:
         if e.id in on:
             e.branch = BRANCH_ACTIVE
         elif "/" in str(e.id) and str(e.id).split("/", 1)[0] in on:
             e.branch = BRANCH_ACTIVE
-        elif e in tree or ("/" in str(e.id) and str(e.id).split("/", 1)[0] in by_id):
+        elif id(e) in in_tree or ("/" in str(e.id) and str(e.id).split("/", 1)[0] in by_id):
             if e.kind in (MESSAGE, ACTION, OBSERVATION, REASONING, CONDENSATION) and not e.extra.get("sidechain"):
                 e.branch = BRANCH_ABANDONED
                 abandoned += 1
@@ -591,9 +589,12 @@ def build_steps(s: Session) -> list[Step]:
     """One step per tool call on the active branch (or everywhere in a log
     without a tree), paired with the result that answered it."""
     obs: dict[str, Event] = {}
+    usage_of: dict[Any, Event] = {}  # response id -> the event carrying its usage
     for e in s.events:
         if e.kind == OBSERVATION and e.call_id and e.cause is not None and e.call_id not in obs:
             obs[e.call_id] = e
+        elif e.model_usage is not None and e.response_id is not None:
+            usage_of.setdefault(e.response_id, e)
     steps: list[Step] = []
     seen_resp: set[Any] = set()
     for e in s.events:
@@ -603,7 +604,13 @@ def build_steps(s: Session) -> list[Step]:
         seen_resp.add(e.response_id)
         for k, tc in enumerate(e.tool_calls):
             o = obs.get(tc.call_id) if tc.call_id else None
-            usage_ev = _usage_event(s, e) if first_of_resp and k == 0 else None
+            # the response's usage rides on its first step
+            usage_ev = usage_of.get(e.response_id) if first_of_resp and k == 0 else None
+            extra: dict[str, Any] = {"call_id": tc.call_id}
+            if o is None:
+                extra["unanswered"] = True
+            elif o.extra.get("is_error"):
+                extra["is_error"] = True
             steps.append(Step(
                 step_id=len(steps) + 1,
                 action=render_action(tc.name, tc.arguments, SINGLE_ARGUMENT),
@@ -617,20 +624,9 @@ def build_steps(s: Session) -> list[Step]:
                 parallel_group=e.response_id,
                 usage=usage_ev.usage if usage_ev is not None else None,
                 model_usage=usage_ev.model_usage if usage_ev is not None else None,
-                extra={"call_id": tc.call_id, **({} if o is not None else {"unanswered": True})}
-                | ({"is_error": True} if o is not None and o.extra.get("is_error") else {}),
+                extra=extra,
             ))
     return steps
-
-
-def _usage_event(s: Session, e: Event) -> Event | None:
-    """The event of ``e``'s response that carries the response's usage."""
-    if e.model_usage is not None:
-        return e
-    for x in s.events:
-        if x.response_id == e.response_id and x.model_usage is not None:
-            return x if x.kind != ACTION else None
-    return None
 
 
 # ---------------------------------------------------------------- one session
