@@ -447,6 +447,19 @@ def test_ls_lists_sessions_under_a_claude_home(tmp_path):
     assert sorted(r["id"] for r in rows if r.get("format") == "claude-code") == sorted(p.stem for p in expect)
 
 
+def test_ls_harness_lists_the_users_sessions_with_no_path(tmp_path):
+    import os
+
+    home = tmp_path / "cfg"
+    shutil.copytree(REAL, home / "projects")
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(home)}
+    out = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "claude-code", "--json"], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    ids = sorted(r["id"] for r in json.loads(out.stdout))
+    assert ids == sorted(p.stem for p in (home / "projects").glob("*/*.jsonl"))
+
+
 def test_cli_steps_convert_verify_certify(tmp_path):
     run = REAL / "-src-experiments-claude_p" / "2b4ed4c0-b905-41de-9238-273db3ec737a.jsonl"
     cli = [sys.executable, "-m", "trajkit"]

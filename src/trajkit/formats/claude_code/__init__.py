@@ -267,6 +267,8 @@ FORMAT = Format(
     summarize=summarize,
     context=rebuild_context,
     tools=CLAUDE_CODE_TOOLS,
+    # CLAUDE_CONFIG_DIR replaces ~/.claude (sessions under its projects/)
+    homes=("${CLAUDE_CONFIG_DIR:-~/.claude}",),
     examples=tuple(
         str(Path(__file__).resolve().parent.parent / "fixtures" / "claude-code" / n)
         for n in ("real-project", "stream-json.jsonl", "qemu-startup-trial", "nested-subagents")
