@@ -279,6 +279,9 @@ def test_stream_json_subagent_rows_become_the_spawned_session(tmp_path):
     assert [st.action for st in s.steps] == ['Task({"prompt": "look"})']
     (child,) = s.children
     assert child.spawned_by.method == "parent_tool_use_id" and [st.action for st in child.steps] == ["ls"]
+    for target in ("asf", "atif"):
+        res = convert(s, target, tmp_path / target)
+        assert res.problems == [] and res.report["unaccounted"] == []
 
 
 # ------------------------------------------------------------ the row tree

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...jsonio import MISSING
-from ...model import ReadOptions, Session
+from ...model import ReadOptions, Session, SourceFile
 from ...reading.builder import SessionBuilder
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Format, Match, Reject
@@ -114,6 +114,13 @@ def read(root: Path, options: ReadOptions) -> Session:
         elif sids and sids[0] != target.stem and not layout._UUID.match(target.stem):
             s.metadata["session_id_in_rows"] = sids[0]
     children = split_stream_children(s) if kind == layout.STREAM else {}
+    if children and rows.sf is not None:
+        # the log's rows of a sub-agent are that sub-agent's (the loss report checks each session's own)
+        for c in children.values():
+            ids = {e.id for e in c.events}
+            rows.sf.event_ids[:] = [i for i in rows.sf.event_ids if i not in ids]
+            c.files.append(SourceFile(rows.sf.path, "events", "read", rows.sf.size, [e.id for e in c.events],
+                                      note="the rows this sub-agent wrote (parent_tool_use_id)"))
     if options.steps:
         s.steps = build_steps(s)
     if children:

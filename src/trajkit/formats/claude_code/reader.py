@@ -156,6 +156,7 @@ class _Reader:
         self.result_row: tuple[Event, dict[str, Any]] | None = None
         self.init_row: dict[str, Any] | None = None
         self.titles: list[str] = []
+        self.where: tuple[str, int, Any] = ("", 0, None)  # the row being read
 
     # -- ids
     def _eid(self, row: dict[str, Any], path: str, line: int) -> Any:
@@ -185,6 +186,7 @@ class _Reader:
                    INFO, file=path, line=line, event_id=eid)
             return [self._add(Event(eid, OTHER, f"duplicate:{t}", row, ref=Ref(path, eid, line, line), extra={"duplicate_of": u}))]
         eid = self._eid(row, path, line)
+        self.where = (path, line, eid)
         if isinstance(u, str):
             self.uuids.add(u)
         ref = Ref(path, eid, line, line)
@@ -286,9 +288,10 @@ class _Reader:
             self.minted[native] = n + 1
             if n:
                 cid = f"{native}#{n + 1}"
+                path, line, eid = self.where
                 self.s.diag("claude-code.call-id-reused",
                             f"tool_use id {native!r} was used before in this session; this call is {cid!r}",
-                            INFO, event_id=None)
+                            INFO, file=path, line=line, event_id=eid)
         call = CLAUDE_CODE_TOOLS.call(name, b.get("input"), cid)
         if native is not None:
             self.calls.setdefault(native, []).append((None, call))  # event set below via call_event
