@@ -122,6 +122,21 @@ def test_steps_and_usage_equal_the_reference(path):
     assert sorted(map(repr, got.values())) == sorted(map(repr, usage.values()))
 
 
+@pytest.mark.parametrize("path", _samples() + [TRIALS / "polyglot-rust-c__s3NDv6x", LOG / "workflow_basic"],
+                         ids=lambda p: str(p.relative_to(CORPUS)))
+def test_exports_validate_and_account_for_every_row(path, tmp_path):
+    """ASF verifies and round-trips, ATIF validates (Harbor's atif, when
+    installed), and the loss report places every row of every file."""
+    s = registry.read(path) if path.is_dir() else _read_file(path)
+    for target in ("asf", "atif"):
+        res = convert(s, target, tmp_path / target)
+        assert res.problems == [] and res.report["unaccounted"] == [], res.problems
+    placed = {(r["session"], repr(r["event_id"])) for r in res.report["events"]}
+    for x in s.walk():
+        for e in x.events:
+            assert (x.id, repr(e.id)) in placed
+
+
 # the note's published table (§5): rows / assistant rows / distinct ids / tool_use
 NOTE_TABLE = [
     (REAL / "-src-experiments-claude_p" / "256ba646-2c15-437a-98e9-4171aafd030e.jsonl", 4, 3),

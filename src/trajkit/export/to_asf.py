@@ -591,8 +591,9 @@ def _convert(
                     body["trajkit:native_call_id"] = e.call_id
             add("item", body)
             if wid is not None and wid in links_pending:
-                for child in links_pending.pop(wid):
-                    _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, p)
+                # several sub-agents of one call (a workflow's agents) get distinct ids
+                for n, child in enumerate(links_pending.pop(wid)):
+                    _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, p, n=n)
                 leaf_after[e.id] = b.leaf  # what follows the answer hangs off its links
         elif k == REASONING:
             open_response(e)
@@ -620,8 +621,8 @@ def _convert(
             b.jump(live)
             b.add("label", {"target": live, "label": "leaf", "synthetic": True})
     for wid, children in links_pending.items():
-        for child in children:
-            _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, None)
+        for n, child in enumerate(children):
+            _link_child(session, child, sid, wid, b, out, passthrough, redactor, request_hashes, None, n=n)
     linked = {id(c) for c in out.linked}
     for n, child in enumerate(session.children):
         if id(child) in linked:
@@ -650,7 +651,7 @@ def _records_between(f: asf.AsfFile, ancestor: Any, leaf: str | None) -> bool:
 def _link_child(parent: Session, child: Session, parent_sid: str, call_id: str | None, b: _Builder, out: AsfExport,
                 passthrough: bool, redactor: Redactor, request_hashes: bool, p: Placement | None, n: int = 0) -> None:
     out.linked.append(child)
-    child_sid = subsession_uuid(parent_sid, call_id or f"child-{n}")
+    child_sid = subsession_uuid(parent_sid, call_id, n) if call_id else subsession_uuid(parent_sid, f"child-{n}")
     body: dict[str, Any] = {"rel": "subsession", "session": child_sid}
     if call_id:
         body["call_id"] = call_id
