@@ -7,18 +7,17 @@ import os
 import shutil
 from pathlib import Path
 
-from conftest import CORPUS, REPO, run_cli
+from conftest import REPO, run_cli
 
 
 def _tree(tmp_path: Path) -> Path:
     runs = tmp_path / "runs"
     runs.mkdir()
     shutil.copytree(REPO / "examples" / "openhands-v0-trial", runs / "trial")
-    # A Claude Code project folder: a format trajkit does not read (yet).
+    # A folder of JSON Lines no format reads.
     cc = runs / "claude-project"
     cc.mkdir()
-    src = CORPUS / "claude_code" / "simonw+claude-code-transcripts" / "tests" / "sample_session.jsonl"
-    shutil.copy(src, cc / src.name)
+    (cc / "events.jsonl").write_text('{"kind": "tick", "n": 1}\n{"kind": "tick", "n": 2}\n')
     (runs / "notes.txt").write_text("not a run\n")
     # A symlinked folder is not walked (a link could lead anywhere, or loop).
     elsewhere = tmp_path / "elsewhere"

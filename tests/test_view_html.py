@@ -407,6 +407,12 @@ def _runs() -> list[Path]:
              CORPUS / "opencode", REPO / "tests" / "fixtures" / "export" / "v0_edge_cases.json",
              CORPUS / "opencode" / "opencode_export_session.json", CORPUS / "opencode" / "opencode_run_format_json_events.jsonl",
              REPO / "src" / "trajkit" / "formats" / "fixtures" / "opencode" / "storage"]
+    cc = CORPUS / "claude_code"
+    runs += [cc / "iansherr+claude-code-log" / "test" / "test_data" / "real_projects" / "-src-experiments-claude_p" / "29ccd257-68b1-427f-ae5f-6524b7cb6f20.jsonl",
+             cc / "iansherr+claude-code-log" / "test" / "test_data" / "workflow_basic",
+             cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-transcript.jsonl",
+             cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-stream.jsonl",
+             cc / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy"]
     return runs
 
 
