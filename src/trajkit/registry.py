@@ -65,6 +65,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "rollout-trace": "trajkit.formats.rollout_trace:FORMAT",
     "openhands-sdk": "trajkit.formats.openhands_sdk:FORMAT",
     "opencode": "trajkit.formats.opencode:FORMAT",
+    "swe-agent": "trajkit.formats.swe_agent:FORMAT",
+    "mini-swe-agent": "trajkit.formats.mini_swe_agent:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.
