@@ -71,7 +71,7 @@ from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import blank_safe, render_action
 from ..vocab.swe_agent import MINI_SWE_AGENT_TOOLS
-from .swe_agent import exit_outcome, swebench_result
+from .swe_agent import exit_outcome, summary_row, swebench_result
 
 NAME = "mini-swe-agent"
 SUFFIX = ".traj.json"
@@ -481,6 +481,11 @@ def build_steps(session: Session) -> tuple[list[Step], list[str]]:
     return steps, rules
 
 
+def summarize(root: Path, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
+    """The ``trajkit ls`` row of one ``.traj.json`` run."""
+    return summary_row(read(Path(root), ReadOptions(max_file_bytes=max_file_bytes, steps=False)), Path(root))
+
+
 # ---------------------------------------------------------------- what the model saw
 
 
@@ -537,6 +542,7 @@ FORMAT = Format(
     sniff=sniff,
     read=read,
     find_sessions=find_sessions,
+    summarize=summarize,
     context=context,
     tools=MINI_SWE_AGENT_TOOLS,
     examples=tuple(str(FIXTURES / n) for n in (

@@ -351,7 +351,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
             b.diag("swe-agent.bad-record", f"trajectory entry {i} is a JSON {type(entry).__name__}, not an object; "
                    "counted as a step, kept as it is", WARNING, file=path, event_id=aid)
             add(Event(aid, OTHER, "trajectory", entry, ref=ref))
-            steps.append(Step(len(steps) + 1, blank_safe(entry if isinstance(entry, str) else dumps_python(entry)), "unknown", "",
+            steps.append(Step(len(steps) + 1, blank_safe(dumps_python(entry)), "unknown", "",
                               action_ref=ref, action_event_id=aid))
             continue
         raw_action = entry.get("action")
@@ -380,11 +380,14 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
                 name = fn["name"]
                 spec = SWE_AGENT_TOOLS.spec(name)
                 inp = None
-                if spec.op in ("edit",) and _open_file(state):
-                    a = _mapping(args)
-                    inp = a if "path" in a else {**a, "path": _open_file(state)}
+                if spec.op == "edit" and _open_file(state):
+                    # the windowed editor edits the open file: name it for certify
+                    decoded = _mapping(args)
+                    if decoded or not isinstance(args, str):
+                        args = decoded
+                    inp = decoded if "path" in decoded else {**decoded, "path": _open_file(state)}
                 call = SWE_AGENT_TOOLS.call(name, args, tc.get("id") if isinstance(tc.get("id"), str) else f"call_{i + 1}",
-                                            lazy_json=isinstance(args, str) and inp is None, input=inp)
+                                            lazy_json=isinstance(args, str), input=inp)
             else:
                 name, inp = parse_command(action_text, _open_file(state))
                 call = SWE_AGENT_TOOLS.call(name, {"command": action_text}, f"call_{i + 1}", input=inp)
@@ -471,6 +474,33 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     return session
 
 
+def summary_row(session: Session, root: Path) -> dict[str, Any]:
+    """A ``trajkit ls`` row from a session read without steps (one file is the whole run)."""
+    import datetime as _dt
+
+    probe = Probe()
+    st = probe.stat(session.source_path)
+    o = session.outcome
+    title = (session.task or "").strip().splitlines()[0][:120] if session.task else None
+    return {
+        "id": session.id,
+        "path": session.source_path,
+        "title": title,
+        "status": o.status if o is not None else None,
+        "events": len(session.events),
+        "model": session.run.models[0] if session.run.models else None,
+        "cost": session.run.cost_usd,
+        "updated": _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc).isoformat().replace("+00:00", "Z") if st else None,
+        "subagents": 0,
+        "diagnostics": [d.to_dict() for d in session.diagnostics],
+    }
+
+
+def summarize(root: Path, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
+    """The ``trajkit ls`` row of one ``.traj`` run."""
+    return summary_row(read(Path(root), ReadOptions(max_file_bytes=max_file_bytes, steps=False)), Path(root))
+
+
 # ---------------------------------------------------------------- what the model saw
 
 
@@ -517,6 +547,7 @@ FORMAT = Format(
     sniff=sniff,
     read=read,
     find_sessions=find_sessions,
+    summarize=summarize,
     context=context,
     tools=SWE_AGENT_TOOLS,
     examples=tuple(str(FIXTURES / n) for n in (
