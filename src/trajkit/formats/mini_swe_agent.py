@@ -179,6 +179,9 @@ def _usage(m: dict[str, Any]) -> tuple[dict[str, Any] | None, Usage | None]:
             return None, None
         return {"cost": cost}, Usage(cost=cost, source="extra.cost")
     u = Usage.from_counts(counts, source)
+    ptd = counts.get("prompt_tokens_details")
+    if u is not None and u.cache_read is None and isinstance(ptd, dict) and isinstance(ptd.get("cached_tokens"), int):
+        u.cache_read = ptd["cached_tokens"]  # chat completions name the cache hit here
     d = dict(counts)
     if cost is not None and u is not None:
         u.cost = cost
