@@ -447,7 +447,7 @@ def build_steps(session: Session) -> tuple[list[Step], list[str]]:
             call = e.tool_calls[0]
             steps.append(Step(
                 step_id=len(steps) + 1,
-                action=blank_safe(command_of(content)),
+                action=blank_safe(call.arguments["command"]),
                 tool_type="bash",
                 observation=obs.raw["content"] if obs is not None else "",
                 thinking=_prose(content) or e.reasoning,

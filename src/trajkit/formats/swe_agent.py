@@ -40,6 +40,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from ..diagnostics import ERROR, INFO, WARNING
 from ..jsonio import MISSING, dumps_python, loads
 from ..model import (
@@ -63,7 +65,7 @@ from ..reading.builder import SessionBuilder
 from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import blank_safe
-from ..vocab.swe_agent import SWE_AGENT_TOOLS, parse_command
+from ..vocab.swe_agent import SWE_AGENT_TOOLS, text_call
 from ..vocab.swebench import SWE_BENCH, report_candidates, report_record
 
 NAME = "swe-agent"
@@ -144,7 +146,10 @@ def _state(entry: dict[str, Any]) -> dict[str, Any]:
     """The entry's ``state`` (a dict in 1.x, a JSON string in 0.x), or {}."""
     st = entry.get("state")
     if isinstance(st, str):
-        st, _ = loads(st)
+        try:
+            st = orjson.loads(st)
+        except orjson.JSONDecodeError:
+            return {}
     return st if isinstance(st, dict) else {}
 
 
@@ -155,7 +160,10 @@ def _open_file(state: dict[str, Any]) -> str | None:
 
 def _mapping(v: Any) -> dict[str, Any]:
     if isinstance(v, str):
-        v, _ = loads(v)
+        try:
+            v = orjson.loads(v)
+        except orjson.JSONDecodeError:
+            v, _ = loads(v)
     return v if isinstance(v, dict) else {}
 
 
@@ -181,9 +189,8 @@ def exit_outcome(status: Any, evidence: list[dict[str, Any]]) -> Outcome:
 
 def swebench_result(b: SessionBuilder, run_file: str, instance_id: str | None) -> None:
     """Put a SWE-bench ``report.json`` found beside the run into ``session.run.results``."""
-    probe = b.probe
     for p in report_candidates(run_file, instance_id):
-        if not probe.is_file(p):
+        if not os.path.isfile(p):
             continue
         doc, sf = b.read_json(p, "results")
         if doc is MISSING:
@@ -389,8 +396,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
                 call = SWE_AGENT_TOOLS.call(name, args, tc.get("id") if isinstance(tc.get("id"), str) else f"call_{i + 1}",
                                             lazy_json=isinstance(args, str), input=inp)
             else:
-                name, inp = parse_command(action_text, _open_file(state))
-                call = SWE_AGENT_TOOLS.call(name, {"command": action_text}, f"call_{i + 1}", input=inp)
+                call = text_call(action_text, f"call_{i + 1}", _open_file(state))
         act = add(Event(aid, ACTION if call is not None else MESSAGE, "trajectory", entry, source="agent", role="assistant",
                         text=text, reasoning=thinking, tool_calls=[call] if call is not None else [], response_id=aid, ref=ref))
         oid = aid + ".observation"

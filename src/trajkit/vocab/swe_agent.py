@@ -12,8 +12,10 @@ certify sees a read, an edit or a shell line, not an opaque string.
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
+from ..model import ToolCall
 from . import EDIT_OP, FINISH_OP, READ_OP, SEARCH_OP, SHELL_OP, WRITE_OP, ToolSpec, ToolTable
 
 SWE_AGENT_TOOLS = ToolTable.of(
@@ -96,3 +98,30 @@ def parse_command(action: str, open_file: str | None = None) -> tuple[str, dict[
     if not args and rest:
         args["args"] = rest
     return name, args
+
+
+def command_name(action: str) -> str:
+    """The tool a SWE-agent text command runs: its first word when that is one
+    of SWE-agent's own commands, else ``bash``."""
+    words = action.split(None, 1)
+    return words[0] if words and words[0] in _COMMANDS else "bash"
+
+
+@dataclass(frozen=True, slots=True)
+class TextCommand:
+    """The spec of a text command's :class:`~trajkit.model.ToolCall`: its
+    arguments are parsed (:func:`parse_command`) only when a consumer first
+    reads the call's typed facts, then described by the command's own spec."""
+
+    action: str
+    open_file: str | None = None
+
+    def describe(self, call: ToolCall, action: str | None, input: Any) -> None:
+        name, args = parse_command(self.action, self.open_file)
+        SWE_AGENT_TOOLS.spec(name).describe(call, name, args)
+
+
+def text_call(action: str, call_id: str, open_file: str | None = None) -> ToolCall:
+    """The call a SWE-agent text command makes: named by :func:`command_name`,
+    ``{"command": action}`` as its arguments, typed facts from the parsed command."""
+    return ToolCall.described(TextCommand(action, open_file), command_name(action), {"command": action}, call_id)
