@@ -266,3 +266,51 @@ def test_detection_from_the_instance_folder(tmp_path):
     _write(d, [{"role": "system", "content": "s"}], "other.traj.json")
     assert registry.detect(d).format is None
     assert "mini-swe-agent.several-trajs" in _codes(registry.read(d, format="mini-swe-agent"))
+
+
+# ----------------------------------------------------------------- the terminal-bench layout (CodeTraceBench's mini-SWE rows)
+
+
+def _tb_trial(tmp_path: Path, results: dict) -> Path:
+    t = tmp_path / "fix-calc.1-of-1.run"
+    (t / "agent-logs").mkdir(parents=True)
+    (t / "agent-logs" / "mini.traj.json").write_bytes((HAND / "format_error.traj.json").read_bytes())
+    (t / "results.json").write_text(json.dumps(results))
+    (t / "sessions").mkdir()
+    (t / "sessions" / "agent.log").write_text("```bash\nls\n```\n<returncode>0</returncode>\n")
+    (t / "commands.txt").write_text("['ls', 'Enter']\n")
+    return t
+
+
+def test_terminal_bench_trial_is_one_run_from_any_path_inside(tmp_path):
+    t = _tb_trial(tmp_path, {"instruction": "Fix add().", "failure_mode": "unset", "is_resolved": True,
+                             "parser_results": {"test_add": "passed"}})
+    for p in (t, t / "results.json", t / "agent-logs", t / "agent-logs" / "mini.traj.json", t / "sessions", t / "sessions" / "agent.log",
+              t / "commands.txt"):
+        det = registry.detect(p)
+        assert det.format.name == "mini-swe-agent" and Path(det.match.root) == t, p
+    s = registry.read(t)
+    assert s.id == t.name and s.metadata["trial_root"] == str(t)
+    assert [(st.action, st.observation) for st in s.steps] == reference_steps(t / "agent-logs" / "mini.traj.json")
+    roles = {Path(f.path).name: (f.role, f.status) for f in s.files}
+    assert roles["results.json"] == ("results", "read") and roles["sessions"][1] == roles["commands.txt"][1] == "unused"
+    assert not [d for d in s.diagnostics if d.code == "read.unaccounted"]
+    cert = certify(str(t))
+    assert cert.gate["verdict"] == "Succeeded" and cert.state == "Succeeded", cert.reason
+
+
+def test_terminal_bench_failure_mode_speaks_first(tmp_path):
+    t = _tb_trial(tmp_path, {"instruction": "Fix add().", "failure_mode": "agent_timeout", "is_resolved": None})
+    s = registry.read(t)
+    assert s.outcome.budget_exhausted and s.outcome.status == "agent_timeout"
+    assert certify(str(t)).state == "FailedBudget"
+
+
+def test_ctb_row_matches_the_trial_name(tmp_path, cli):
+    t = _tb_trial(tmp_path, {"instruction": "Fix add().", "failure_mode": "unset"})
+    n = len(reference_steps(t / "agent-logs" / "mini.traj.json"))
+    rows = [{"trial_name": t.name, "step_count": n, "incorrect_stages": [{"incorrect_step_ids": [1]}]},
+            {"trial_name": "other", "step_count": 99}]
+    (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    p = cli("steps", t, "--ctb-row", tmp_path / "rows.jsonl", "--json", check=True)
+    assert json.loads(p.stdout)["steps"][0]["labels"] == ["incorrect"]

@@ -64,6 +64,7 @@ from ..model import (
     Session,
     Step,
     TrajkitError,
+    TrialResult,
     Usage,
 )
 from ..reading.builder import SessionBuilder
@@ -71,6 +72,7 @@ from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import blank_safe, render_action
 from ..vocab.swe_agent import MINI_SWE_AGENT_TOOLS
+from ..vocab.trials import TERMINAL_BENCH, trial_outcome
 from .swe_agent import exit_outcome, summary_row, swebench_result
 
 NAME = "mini-swe-agent"
@@ -96,6 +98,11 @@ def _traj_files(probe: Probe, d: Path) -> list[str]:
 
 
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    trial = _trial_of(probe, candidate)
+    if trial is not None:
+        return Match(trial, fingerprint, STRONG, "a terminal-bench trial running mini-swe-agent (agent-logs/mini.traj.json)")
+    if fingerprint != "*.traj.json":
+        return Reject("no agent-logs/mini.traj.json here")
     if probe.is_dir(candidate):
         trajs = _traj_files(probe, candidate)
         if len(trajs) != 1:
@@ -233,11 +240,40 @@ def _submits(command: str | None) -> bool:
 # ---------------------------------------------------------------- reading
 
 
+#: terminal-bench's layout: ``<trial>/agent-logs/mini.traj.json``.
+TB_TRAJ = ("agent-logs", "mini.traj.json")
+#: What else a terminal-bench trial holds, and what it is to the reader (CodeTracer's
+#: fallbacks ``sessions/agent.log`` and ``commands.txt`` are not read while the JSON is there).
+TB_OTHERS = {"sessions": "recording", "panes": "recording", "agent.cast": "recording", "commands.txt": "commands",
+             "post-agent.txt": "recording", "post-test.txt": "recording"}
+
+
+def _trial_of(probe: Probe, candidate: Path) -> Path | None:
+    """The terminal-bench trial ``candidate`` is (or is the ``agent-logs`` folder or file of)."""
+    if probe.is_file(candidate):
+        if candidate.name == TB_TRAJ[1] and candidate.parent.name == TB_TRAJ[0]:
+            return candidate.parent.parent
+        return None
+    if probe.is_file(candidate / TB_TRAJ[0] / TB_TRAJ[1]):
+        return candidate
+    if candidate.name == TB_TRAJ[0] and probe.is_file(candidate / TB_TRAJ[1]):
+        return candidate.parent
+    return None
+
+
 def read(root: Path, options: ReadOptions | None = None) -> Session:
-    """The mini-swe-agent run in ``root`` (a ``.traj.json`` file, or a folder holding exactly one)."""
+    """The mini-swe-agent run in ``root``: a ``.traj.json`` file, a folder
+    holding exactly one, or a terminal-bench trial (``agent-logs/mini.traj.json``
+    beside ``results.json``)."""
     options = options or ReadOptions()
     root = Path(root)
     probe = Probe()
+    trial = root if probe.is_dir(root) and probe.is_file(root / TB_TRAJ[0] / TB_TRAJ[1]) else None
+    if trial is not None:
+        b = SessionBuilder(NAME, trial, options, view="messages", probe=probe)
+        _read_run(b, trial / TB_TRAJ[0] / TB_TRAJ[1], options)
+        _read_trial(b, trial)
+        return b.finish()
     if probe.is_dir(root):
         trajs = _traj_files(probe, root)
         if len(trajs) != 1:
@@ -247,6 +283,41 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
             return b.finish() if not trajs else b.session
         root = root / trajs[0]
     b = SessionBuilder(NAME, root, options, view="messages", probe=probe)
+    _read_run(b, root, options)
+    return b.session
+
+
+def _read_trial(b: SessionBuilder, trial: Path) -> None:
+    """A terminal-bench trial around the run: its ``results.json`` (outcome, gate, task) and its other files."""
+    session = b.session
+    session.id = trial.name
+    session.metadata["trial_root"] = str(trial)
+    session.run.trial_id = trial.name
+    session.run.benchmark = "terminal-bench"
+    probe = b.probe
+    for name in sorted(probe.listdir(trial / TB_TRAJ[0]) or ()):
+        if name != TB_TRAJ[1]:
+            b.unused(trial / TB_TRAJ[0] / name, "other", note="beside the trajectory in agent-logs/")
+    for name, role in TB_OTHERS.items():
+        if probe.exists(trial / name):
+            b.unused(trial / name, role, note="a log or recording of the trial, not the event record")
+    if probe.is_file(trial / "results.json"):
+        doc, _sf = b.read_json(trial / "results.json", "results")
+        if isinstance(doc, dict):
+            session.run.results.append(TrialResult(TERMINAL_BENCH, str(trial / "results.json"), doc))
+            if session.task is None and isinstance(doc.get("instruction"), str):
+                session.task, session.task_source = doc["instruction"], "results.json instruction"
+            if isinstance(doc.get("task_id"), str):
+                session.run.instance_id = doc["task_id"]
+            claimed = session.outcome.claimed_success if session.outcome is not None else False
+            ev = list(session.outcome.evidence) if session.outcome is not None else []
+            o = trial_outcome(session.run.results, claimed, ev)
+            if o is not None:
+                session.outcome = o  # the harness saw what the trajectory cannot (timeouts, failed installs)
+
+
+def _read_run(b: SessionBuilder, root: Path, options: ReadOptions) -> None:
+    """Read the ``.traj.json`` at ``root`` into ``b.session``."""
     session = b.session
     path = str(root)
     session.id = root.name[: -len(SUFFIX)] if root.name.endswith(SUFFIX) else root.name
@@ -254,7 +325,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     run.harness = NAME
     doc, src = b.read_json(root, "events")
     if doc is MISSING:
-        return session
+        return
     events = session.events
     ids = src.event_ids
 
@@ -286,7 +357,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         b.diag("mini-swe-agent.not-a-trajectory", f"the file holds a JSON {type(doc).__name__} that is neither a message list "
                "nor a trajectory object", ERROR, file=path)
         add(Event("document", OTHER, "document", doc, ref=Ref(path, "document")))
-        return session
+        return
     session.metadata["trajectory_format"] = form
     if not isinstance(messages, list):
         b.diag("mini-swe-agent.bad-messages", f"messages is a JSON {type(messages).__name__}, not a list; no steps", ERROR, file=path, event_id="messages")
@@ -421,7 +492,6 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     if options.steps:
         session.steps, rules = build_steps(session)
         session.metadata["step_rule"] = rules
-    return session
 
 
 def build_steps(session: Session) -> tuple[list[Step], list[str]]:
@@ -540,7 +610,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / NAME
 FORMAT = Format(
     name=NAME,
     description="mini-swe-agent trajectories (.traj.json: message list, mini-swe-agent-1 and -1.1 / v2 tool calling)",
-    fingerprints=("*.traj.json",),
+    fingerprints=("*.traj.json", "agent-logs/mini.traj.json", "results.json", "sessions/*", "panes/*"),
     priority=40,
     sniff=sniff,
     read=read,
