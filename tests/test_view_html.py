@@ -407,6 +407,7 @@ def _runs() -> list[Path]:
              CORPUS / "opencode", REPO / "tests" / "fixtures" / "export" / "v0_edge_cases.json",
              CORPUS / "opencode" / "opencode_export_session.json", CORPUS / "opencode" / "opencode_run_format_json_events.jsonl",
              REPO / "src" / "trajkit" / "formats" / "fixtures" / "opencode" / "storage"]
+    runs += sorted((CORPUS / "swe_agent").rglob("*.traj")) + sorted((CORPUS / "mini_swe_agent").rglob("*.traj.json"))
     return runs
 
 
