@@ -332,3 +332,23 @@ def test_seeded_damage_never_raises(tmp_path):
         s = registry.read(p, format="swe-agent", options=ReadOptions())
         assert s.format == "swe-agent"
     shutil.rmtree(tmp_path)
+
+
+def test_harbor_trial_copy(tmp_path):
+    """Harbor copies the .traj to agent/swe-agent.trajectory.json; its verifier is the gate, its exception the end signal."""
+    t = tmp_path / "swe-task__AbC123"
+    (t / "agent").mkdir(parents=True)
+    src = next(p for p in SAMPLES if p.name == "swe-agent__test-repo-i1.traj")
+    (t / "agent" / "swe-agent.trajectory.json").write_bytes(src.read_bytes())
+    (t / "verifier").mkdir()
+    (t / "verifier" / "reward.txt").write_text("1\n")
+    (t / "result.json").write_text(json.dumps({"verifier_result": {"rewards": {"reward": 1.0}}}))
+    for p in (t, t / "agent", t / "agent" / "swe-agent.trajectory.json", t / "result.json"):
+        det = registry.detect(p)
+        assert det.format.name == "swe-agent" and Path(det.match.root) == t / "agent" / "swe-agent.trajectory.json", p
+    s = registry.read(t)
+    assert s.id == t.name and len(s.steps) == len(reference_steps(src))
+    cert = certify(str(t))
+    assert cert.gate["verdict"] == "Succeeded" and cert.state == "Succeeded", cert.reason
+    (t / "result.json").write_text(json.dumps({"exception_info": {"exception_type": "AgentTimeoutError", "exception_message": "timeout"}}))
+    assert certify(str(t)).state == "FailedBudget"

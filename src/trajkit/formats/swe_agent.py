@@ -67,9 +67,12 @@ from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import blank_safe
 from ..vocab.swe_agent import SWE_AGENT_TOOLS, text_call
 from ..vocab.swebench import SWE_BENCH, report_candidates, report_record
+from ..vocab.trials import HARBOR, find_verifier_dir, trial_outcome
 
 NAME = "swe-agent"
 SUFFIX = ".traj"
+#: Harbor's copy of the ``.traj`` in a trial: ``<trial>/agent/swe-agent.trajectory.json``.
+HARBOR_COPY = "swe-agent.trajectory.json"
 _HEAD = 1 << 16
 _KEYS = (b'"trajectory"', b'"history"', b'"attempts"', b'"environment"')
 _DEMO_MARKER = "--- DEMONSTRATION ---"
@@ -95,13 +98,19 @@ def _traj_files(probe: Probe, d: Path) -> list[str]:
     return sorted(n for n in files if n.endswith(SUFFIX) and n[0] != ".")
 
 
+def _is_run_file(name: str) -> bool:
+    return name.endswith(SUFFIX) or name == HARBOR_COPY
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    if probe.is_dir(candidate) and probe.is_file(candidate / "agent" / HARBOR_COPY):
+        candidate = candidate / "agent" / HARBOR_COPY  # a harbor trial: its copy of the .traj
     if probe.is_dir(candidate):
         trajs = _traj_files(probe, candidate)
         if len(trajs) != 1:
             return Reject(f"{len(trajs)} .traj files here; a run is one .traj file (name it)")
         candidate = candidate / trajs[0]
-    elif not candidate.name.endswith(SUFFIX) or not probe.is_file(candidate):
+    elif not _is_run_file(candidate.name) or not probe.is_file(candidate):
         return Reject("not a .traj file")
     head = probe.head(candidate, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
     if head.startswith(b"{") and any(k in head for k in _KEYS):
@@ -205,14 +214,34 @@ def swebench_result(b: SessionBuilder, run_file: str, instance_id: str | None) -
         return
 
 
+def _harbor(b: SessionBuilder, trial: Path) -> None:
+    """A harbor trial around the run: ``result.json`` (its exception is the end
+    signal when there is one) and ``verifier/`` (the gate)."""
+    session = b.session
+    session.run.benchmark = session.run.benchmark or "harbor"
+    session.run.verifier_dir = find_verifier_dir(str(trial))
+    res = trial / "result.json"
+    if os.path.isfile(res):
+        doc, _sf = b.read_json(res, "results")
+        if isinstance(doc, dict):
+            session.run.results.append(TrialResult(HARBOR, str(res), doc))
+            o = session.outcome
+            got = trial_outcome(session.run.results, o.claimed_success if o else False, list(o.evidence) if o else [])
+            if got is not None:
+                session.outcome = got
+
+
 # ---------------------------------------------------------------- reading
 
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
-    """The SWE-agent run in ``root`` (a ``.traj`` file, or a folder holding exactly one)."""
+    """The SWE-agent run in ``root``: a ``.traj`` file, a folder holding exactly
+    one, or a harbor trial (``agent/swe-agent.trajectory.json``)."""
     options = options or ReadOptions()
     root = Path(root)
     probe = Probe()
+    if probe.is_dir(root) and probe.is_file(root / "agent" / HARBOR_COPY):
+        root = root / "agent" / HARBOR_COPY
     if probe.is_dir(root):
         trajs = _traj_files(probe, root)
         if len(trajs) != 1:
@@ -228,6 +257,10 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     run = session.run
     run.harness = NAME
     run.instance_id = session.id
+    harbor_trial = root.parent.parent if root.name == HARBOR_COPY and root.parent.name == "agent" else None
+    if harbor_trial is not None:
+        session.id = run.trial_id = harbor_trial.name
+        run.instance_id = None
     doc, src = b.read_json(root, "events")
     if doc is MISSING:
         return session
@@ -470,6 +503,8 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     for oid_, val in others:
         add(Event(oid_, OTHER, "attempt", val, ref=Ref(path, oid_)))
     swebench_result(b, path, run.instance_id)
+    if harbor_trial is not None:
+        _harbor(b, harbor_trial)
 
     if options.steps:
         if reconstruct:
@@ -548,7 +583,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / NAME
 FORMAT = Format(
     name=NAME,
     description="SWE-agent trajectories (.traj: classic text commands, function calling, history-only demonstrations, RetryAgent)",
-    fingerprints=("*.traj",),
+    fingerprints=("*.traj", HARBOR_COPY, "agent/" + HARBOR_COPY),
     priority=40,
     sniff=sniff,
     read=read,
