@@ -502,6 +502,12 @@ def build_steps(session: Session) -> tuple[list[Step], list[str]]:
     for e in evs:
         if e.kind == OBSERVATION and e.call_id and e.type in ("tool", "function_call_output") and e.call_id not in results:
             results[e.call_id] = e
+    # the first user message with <returncode> at or after each position (one backward pass, not a scan per step)
+    next_rc: list[Event | None] = [None] * (len(evs) + 1)
+    for i in range(len(evs) - 1, -1, -1):
+        o = evs[i]
+        c = o.raw.get("content") if o.role == "user" and isinstance(o.raw, dict) else None
+        next_rc[i] = o if isinstance(c, str) and "<returncode>" in c else next_rc[i + 1]
     steps: list[Step] = []
     rules: list[str] = []
     for i, e in enumerate(evs):
@@ -512,8 +518,7 @@ def build_steps(session: Session) -> tuple[list[Step], list[str]]:
             content = raw.get("content")
             if not _has_fence(content):
                 continue
-            obs = next((o for o in evs[i + 1:] if o.role == "user" and isinstance(o.raw, dict)
-                        and isinstance(o.raw.get("content"), str) and "<returncode>" in o.raw["content"]), None)
+            obs = next_rc[i + 1]
             call = e.tool_calls[0]
             steps.append(Step(
                 step_id=len(steps) + 1,
