@@ -314,3 +314,29 @@ def test_ctb_row_matches_the_trial_name(tmp_path, cli):
     (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     p = cli("steps", t, "--ctb-row", tmp_path / "rows.jsonl", "--json", check=True)
     assert json.loads(p.stdout)["steps"][0]["labels"] == ["incorrect"]
+
+
+def test_ls_harness_lists_the_last_mini_run(tmp_path):
+    """`mini` keeps its last run in its global config folder (MSWEA_GLOBAL_CONFIG_DIR, else ~/.config/mini-swe-agent)."""
+    import os
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    cfg = home / ".config" / "mini-swe-agent"
+    cfg.mkdir(parents=True)
+    (cfg / "last_mini_run.traj.json").write_bytes((CORPUS / "mini_swe_agent" / "github_issue.traj.json").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k != "MSWEA_GLOBAL_CONFIG_DIR"}
+    env.update(HOME=str(home), COLUMNS="400")
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "mini-swe-agent", "--json"], capture_output=True,
+                       text=True, env=env, cwd=REPO, timeout=300)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert [(Path(r["path"]).name, r["format"], r["id"]) for r in rows] == [("last_mini_run.traj.json", "mini-swe-agent", "last_mini_run")]
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "last_mini_run.traj.json").write_bytes((CORPUS / "mini_swe_agent" / "local.traj.json").read_bytes())
+    env["MSWEA_GLOBAL_CONFIG_DIR"] = str(other)
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "mini-swe-agent", "--json"], capture_output=True,
+                       text=True, env=env, cwd=REPO, timeout=300)
+    assert [r["path"] for r in json.loads(p.stdout)] == [str(other / "last_mini_run.traj.json")]

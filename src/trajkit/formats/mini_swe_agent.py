@@ -622,6 +622,8 @@ FORMAT = Format(
     find_sessions=find_sessions,
     summarize=summarize,
     context=context,
+    # ``mini`` saves its last run as last_mini_run.traj.json in its global config folder
+    homes=("${MSWEA_GLOBAL_CONFIG_DIR:-~/.config/mini-swe-agent}",),
     tools=MINI_SWE_AGENT_TOOLS,
     examples=tuple(str(FIXTURES / n) for n in (
         "github_issue.traj.json",
