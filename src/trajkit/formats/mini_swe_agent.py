@@ -487,6 +487,8 @@ def _read_run(b: SessionBuilder, root: Path, options: ReadOptions) -> None:
     for key in ("exit_status", "mini_version"):
         if key in info:
             session.metadata[key] = info[key]
+    # the ASF items (a synthesised call per fenced command) are not the messages as sent: context() reads the messages
+    session.metadata["context_rebuildable"] = False
     swebench_result(b, path, run.instance_id)
 
     if options.steps:
