@@ -413,6 +413,7 @@ def _runs() -> list[Path]:
              cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-transcript.jsonl",
              cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-stream.jsonl",
              cc / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy"]
+    runs += sorted((CORPUS / "swe_agent").rglob("*.traj")) + sorted((CORPUS / "mini_swe_agent").rglob("*.traj.json"))
     return runs
 
 

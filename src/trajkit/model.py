@@ -609,6 +609,10 @@ class FileEdit:
     - ``whole``: the change is a whole-file write (``new`` is the file), not
       an editor command with before/after content.
     - ``patch``: a patch text, when the record gives one instead of contents.
+    - ``final``: ``patch`` is the harness's own diff of the whole run at its
+      end (a SWE-agent / mini-swe-agent submission: ``git diff`` of the
+      workspace against the run's start), so it covers shell writes too and
+      is the run's change as a whole (``path`` may then be None).
     """
 
     path: str | None
@@ -617,6 +621,7 @@ class FileEdit:
     existed: bool | None = None
     whole: bool = False
     patch: str | None = None
+    final: bool = False
 
 
 @dataclass(slots=True)

@@ -66,6 +66,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "openhands-sdk": "trajkit.formats.openhands_sdk:FORMAT",
     "opencode": "trajkit.formats.opencode:FORMAT",
     "claude-code": "trajkit.formats.claude_code:FORMAT",
+    "swe-agent": "trajkit.formats.swe_agent:FORMAT",
+    "mini-swe-agent": "trajkit.formats.mini_swe_agent:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

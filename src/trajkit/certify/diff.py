@@ -607,6 +607,14 @@ def rebuild_from_events(session: Session, actions: list, workspace_rel) -> DiffR
 
     ``workspace_rel(path)`` maps a recorded path to a workspace-relative one.
     """
+    final = [e for sess in session.walk() for e in sess.events if e.edit is not None and e.edit.final and e.edit.patch]
+    if final:
+        # the harness's own diff of the whole run (a submission patch): shell writes are in it
+        text = final[-1].edit.patch  # type: ignore[union-attr]
+        files = parse_unified(text, "events")
+        for fc in files:
+            fc.event_ids = [final[-1].id]
+        return DiffResult("events", True, "the harness's own diff of the run (its submission patch)", files=files, text=text)
     first_old: dict[str, str | None] = {}
     last_new: dict[str, str | None] = {}
     events_of: dict[str, list[Any]] = {}

@@ -4,8 +4,8 @@ verdict over a visible and a withheld (holdout) set.
 Readers accept JUnit XML, CTRF JSON, pytest-json-report JSON, a harbor
 ``verifier/`` directory (``reward.txt`` + ``ctrf.json``) or ``result.json``
 (``verifier_result.rewards``), a terminal-bench trial ``results.json``
-(``parser_results`` / ``is_resolved``) and a plain JSON list of
-``{id, passed}``. Each returns a :class:`ResultSet`; a file that is missing or
+(``parser_results`` / ``is_resolved``), a SWE-bench ``report.json``
+(``tests_status``, ``resolved``) and a plain JSON list of ``{id, passed}``. Each returns a :class:`ResultSet`; a file that is missing or
 malformed gives a result set with ``problem`` set, never an exception.
 
 The verdict (:func:`decide`) follows ``formats/certification.md`` §3 and is
@@ -275,6 +275,60 @@ def parse_tb_results(doc: Any, source: str = "") -> ResultSet:
     return rs
 
 
+#: The SWE-bench test groups that decide ``resolved`` (FAIL_TO_FAIL / PASS_TO_FAIL are expected failures).
+SWEBENCH_GROUPS = ("FAIL_TO_PASS", "PASS_TO_PASS")
+
+
+def parse_swebench_report(doc: Any, source: str = "") -> ResultSet:
+    """Checks from a SWE-bench ``report.json``: the per-instance record (flat,
+    or ``{<instance id>: {...}}`` holding one), one check per
+    ``FAIL_TO_PASS`` / ``PASS_TO_PASS`` test (``success`` passed, ``failure``
+    failed), a failed ``patch_applied`` check when the patch did not apply,
+    and ``resolved`` kept as its own check when it disagrees with the tests."""
+    rs = ResultSet(source, "swe-bench")
+    rec = doc
+    if isinstance(doc, dict) and not any(k in doc for k in ("resolved", "tests_status")) and len(doc) == 1:
+        rec = next(iter(doc.values()))
+    if not isinstance(rec, dict):
+        rs.problem = "not a SWE-bench instance report"
+        return rs
+    if rec.get("patch_successfully_applied") is False or rec.get("patch_is_None") is True or rec.get("patch_exists") is False:
+        rs.checks.append(Check("patch_applied", False, FAILED))
+        rs.notes.append("the patch was missing or did not apply")
+    ts = rec.get("tests_status")
+    if ts is not None and not isinstance(ts, dict):
+        rs.problem = "tests_status is not an object"
+        return rs
+    for group in SWEBENCH_GROUPS:
+        g = (ts or {}).get(group)
+        if g is None:
+            continue
+        if not isinstance(g, dict):
+            rs.problem = f"tests_status.{group} is not an object"
+            rs.checks = []
+            return rs
+        for key, passed in (("success", True), ("failure", False)):
+            names = g.get(key) or []
+            if not isinstance(names, list):
+                rs.problem = f"tests_status.{group}.{key} is not a list"
+                rs.checks = []
+                return rs
+            rs.checks += [Check(f"{group}::{n}", passed, PASSED if passed else FAILED) for n in names]
+    rs.checks = _dedupe(rs.checks)
+    res = rec.get("resolved")
+    if not isinstance(res, bool):
+        if not rs.checks:
+            rs.problem = "no resolved verdict and no FAIL_TO_PASS / PASS_TO_PASS tests"
+        return rs
+    if not any(c.id.startswith(SWEBENCH_GROUPS) for c in rs.checks):
+        rs.notes.append("no tests_status; using resolved as the single check")
+        rs.checks.append(Check("resolved", res, PASSED if res else FAILED))
+    elif res != all(c.passed for c in rs.checks):
+        rs.notes.append(f"resolved={res} disagrees with tests_status; both kept")
+        rs.checks.append(Check("resolved", res, PASSED if res else FAILED))
+    return rs
+
+
 def _reward_check(name: str, value: Any) -> Check:
     try:
         v = float(value)
@@ -321,6 +375,9 @@ def parse_json_results(doc: Any, source: str = "") -> ResultSet:
         return parse_tb_results(doc, source)
     if "verifier_result" in doc:
         return parse_harbor_result(doc, source)
+    one = next(iter(doc.values())) if len(doc) == 1 else doc
+    if isinstance(one, dict) and "resolved" in one and ("tests_status" in one or "patch_successfully_applied" in one):
+        return parse_swebench_report(doc, source)
     if isinstance(doc.get("tests"), list) or ("summary" in doc and "exitcode" in doc):
         return parse_pytest_json(doc, source)
     if isinstance(doc.get("visible"), list) or isinstance(doc.get("holdout"), list):

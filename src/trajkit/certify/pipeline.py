@@ -26,7 +26,8 @@ from .diff import DiffResult, git_diff, is_git_workspace, read_patch_file, rebui
 from .diffrules import scan_diff
 from .engine import engine_outcome
 from .findings import Finding, merge_findings
-from .gate import ResultSet, decide, load_holdout_manifest, load_results, merge, parse_harbor_result, parse_harbor_verifier_dir, parse_tb_results
+from .gate import (ResultSet, decide, load_holdout_manifest, load_results, merge, parse_harbor_result, parse_harbor_verifier_dir,
+                   parse_swebench_report, parse_tb_results)
 from .states import CRITICAL, FAILED_UNVERIFIABLE, HIGH, EngineOutcome, downgrade_for, project
 
 #: Reader diagnostics that mean part of the trajectory could not be read.
@@ -86,7 +87,8 @@ def _record_gaps(session: Session) -> list[str]:
 
 
 def _harness_holdout(session: Session) -> ResultSet | None:
-    """The harness's own verdict (harbor verifier, terminal-bench parser_results, harbor result) as a holdout set."""
+    """The harness's own verdict (harbor verifier, terminal-bench parser_results, harbor result, a SWE-bench
+    report beside the run) as a holdout set."""
     run = session.run
     if run.verifier_dir:
         rs = parse_harbor_verifier_dir(Path(run.verifier_dir))
@@ -102,6 +104,11 @@ def _harness_holdout(session: Session) -> ResultSet | None:
         if rs.checks:
             rs.notes.append("harness verdict used as the holdout set")
             return rs
+    sb = run.result("swe-bench")
+    if sb:
+        rs = parse_swebench_report(sb.data, f"{sb.path or 'report.json'} (SWE-bench, beside the run)")
+        rs.notes.append("harness verdict used as the holdout set")
+        return rs
     return None
 
 
