@@ -418,6 +418,9 @@ class Step:
             d["usage"] = self.usage
         if self.cost is not None:
             d["cost"] = self.cost
+        elif self.model_usage is not None and self.model_usage.cost_estimated and self.model_usage.cost is not None:
+            d["cost"] = self.model_usage.cost
+            d["cost_estimated"] = True
         if self.children:
             d["children"] = [c.id for c in self.children]
         if self.extra:
@@ -638,6 +641,9 @@ class Usage:
     figure (Claude Code 2.x writes the usage of the stream's first event:
     ``output_tokens`` counts what had been generated when the row was
     written).
+    ``cost_estimated``: ``cost`` was not recorded but estimated by
+    :mod:`trajkit.pricing` from ``model`` and the token counts (set after the
+    reader, never by it); outputs show such a cost as estimated.
     """
 
     input: int | None = None
@@ -650,6 +656,7 @@ class Usage:
     source: str | None = None
     model: str | None = None
     output_lower_bound: bool = False
+    cost_estimated: bool = False
 
     @classmethod
     def from_counts(cls, counts: Any, source: str | None) -> "Usage | None":

@@ -795,7 +795,8 @@ def detect(
 
 def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
     """``fmt.read``, with an exception (a reader bug, a plugin's) turned into
-    a Session that says so and names the plugin."""
+    a Session that says so and names the plugin; then the costs the record
+    lacks are estimated from the price table (:mod:`trajkit.pricing`)."""
     try:
         session = fmt.read(root, options)
         if not isinstance(session, Session):
@@ -809,6 +810,10 @@ def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
             file=str(root),
         )
         return session
+    # Costs the record lacks are estimated here, once, for every format.
+    from .pricing import estimate_session
+
+    estimate_session(session)
     return session
 
 

@@ -428,6 +428,8 @@ def _convert(
                 body["latency_ms"] = int(round(lat * 1000))
         if r["cost"] is not None:
             body["trajkit:cost_usd"] = r["cost"]
+            if r.get("cost_estimated"):
+                body["trajkit:cost_estimated"] = True
         for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
             if r.get(k) is not None:
                 body["trajkit:" + k] = r[k]
@@ -462,6 +464,9 @@ def _convert(
         if open_resp["usage"] is None and native is not None:
             open_resp["usage"] = _usage_to_openresponses(u)
             open_resp["native_usage"] = native
+        if cost is None and u is not None and u.cost_estimated and u.cost is not None:
+            cost = u.cost  # estimated from the price table (trajkit.pricing), said so below
+            open_resp["cost_estimated"] = True
         if open_resp["cost"] is None and isinstance(cost, (int, float)) and not isinstance(cost, bool):
             open_resp["cost"] = float(cost)
         for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):

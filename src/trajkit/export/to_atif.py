@@ -330,6 +330,9 @@ class _Projection:
             metrics["cost_usd"] = float(cost)
             self.totals["cost"] += float(cost)
             self.totals["has_cost"] = True
+            if o.get("trajkit:cost_estimated") is True:
+                metrics.setdefault("extra", {})["cost_estimated"] = True
+                self.totals["estimated"] = True
         for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
             if isinstance(o.get("trajkit:" + k), list):
                 metrics[k] = o["trajkit:" + k]
@@ -441,6 +444,8 @@ class _Projection:
             fm["total_cost_usd"] = round(self.totals["cost"], 10)
         if self.outcomes:
             fm["extra"] = {"outcome": self.outcomes}
+        if self.totals.get("estimated"):
+            fm.setdefault("extra", {})["cost_estimated"] = True
         doc["final_metrics"] = fm
         if total_calls != len(ordered):
             doc["notes"] = (

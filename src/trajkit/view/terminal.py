@@ -123,7 +123,10 @@ def draw_transcript(tree: Transcript, width: int = 400, indent: str = "", consol
     if h.task:
         con.print(_text(indent, ("task", "bold"), f" ({h.task_source}):"))
         con.print(_text(_block(h.task, width, indent + "  ")))
-    con.print(_text(f"{indent}{h.event_count} events, {h.step_count} steps, {h.diagnostic_count} diagnostics"))
+    cost = ""
+    if h.cost is not None:
+        cost = f", cost ${h.cost:.4f}" + (" (estimated from the price table)" if h.cost_estimated else "")
+    con.print(_text(f"{indent}{h.event_count} events, {h.step_count} steps, {h.diagnostic_count} diagnostics{cost}"))
     con.rule()
     for e in tree.events:
         step = e.step

@@ -57,7 +57,8 @@ class Header:
     value)`` pairs (see :data:`HEADER_FACTS`); ``task`` the task text, whole,
     and ``task_source`` where it was found. ``views`` maps each on-disk view
     to its step count when the caller measured them (``steps --all-views``).
-    ``cost`` is the sum of the steps' per-call costs, when any step has one;
+    ``cost`` is the sum of the steps' per-call costs, when any step has one
+    (``cost_estimated``: some of it was estimated from the price table);
     ``first_timestamp`` / ``last_timestamp`` the first and last event
     timestamps in event order, as written (transcripts only).
 
@@ -80,6 +81,7 @@ class Header:
     diagnostic_count: int
     views: dict[str, int] | None = None
     cost: float | None = None
+    cost_estimated: bool = False
     first_timestamp: str | None = None
     last_timestamp: str | None = None
     harness: str | None = None
@@ -130,7 +132,7 @@ class StepNode:
     nodes when the transcript has them. ``labels`` are benchmark labels
     (CodeTraceBench), ``parallel_group`` groups calls one model response
     made, ``usage`` / ``cost`` that model call's tokens and cost when the
-    session has them. ``sub_agents`` lists the sub-agents this step spawned
+    session has them (``cost_estimated``: from the price table, not the record). ``sub_agents`` lists the sub-agents this step spawned
     (filled in a :class:`Transcript`; empty in a :class:`StepsTable`), and
     ``edit`` the file change its observation records, as a diff (transcripts
     only). ``tokens`` are the model call's input and output tokens (from the
@@ -149,6 +151,7 @@ class StepNode:
     parallel_group: Any = None
     usage: dict[str, Any] | None = None
     cost: float | None = None
+    cost_estimated: bool = False
     action_anchor: str | None = None
     observation_anchor: str | None = None
     sub_agents: list["SubAgentNode"] = field(default_factory=list)
@@ -283,7 +286,8 @@ class Transcript:
 
 def _header(session: Session, views: dict[str, Any] | None, timestamps: tuple[str | None, str | None]) -> Header:
     meta = session.metadata or {}
-    costs = [s.cost for s in session.steps if isinstance(s.cost, (int, float)) and not isinstance(s.cost, bool)]
+    costs = [_step_cost(s)[0] for s in session.steps if _step_cost(s)[0] is not None]
+    estimated = any(_step_cost(s)[1] for s in session.steps)
     run = session.run
     tin = tout = 0
     seen = False
@@ -313,6 +317,7 @@ def _header(session: Session, views: dict[str, Any] | None, timestamps: tuple[st
         diagnostic_count=len(session.diagnostics),
         views=counts,
         cost=round(sum(costs), 10) if costs else None,
+        cost_estimated=estimated,
         first_timestamp=timestamps[0],
         last_timestamp=timestamps[1],
         harness=run.harness,
@@ -340,9 +345,21 @@ def _step_node(s: Step, prefix: str) -> StepNode:
         labels=list(s.labels),
         parallel_group=s.parallel_group,
         usage=s.usage,
-        cost=s.cost,
+        cost=_step_cost(s)[0],
+        cost_estimated=_step_cost(s)[1],
         tokens=_tokens(s),
     )
+
+
+def _step_cost(s: Step) -> tuple[float | None, bool]:
+    """A step's cost as recorded, else as :mod:`trajkit.pricing` estimated
+    it; and whether it is an estimate."""
+    if isinstance(s.cost, (int, float)) and not isinstance(s.cost, bool):
+        return s.cost, False
+    u = s.model_usage
+    if u is not None and u.cost_estimated and u.cost is not None:
+        return u.cost, True
+    return None, False
 
 
 def _tokens(s: Step) -> dict[str, int] | None:
