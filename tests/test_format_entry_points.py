@@ -22,6 +22,8 @@ from trajkit.registry import BUILTIN_FORMATS, get_format
 
 from conftest import REPO
 
+from trajkit import registry
+
 EXAMPLE_V0 = REPO / "examples" / "openhands-v0-trial"
 
 #: A format module template: sniff claims files named *.boom; behaviour switches on the file name.

@@ -344,10 +344,12 @@ def _convert(
     for st in session.steps:
         if st.action_event_id is not None and (st.usage is not None or st.cost is not None):
             step_usage[st.action_event_id] = (st.model_usage, st.cost, st.usage)
-    child_for_event: dict[Any, list[Session]] = {}
+    # The sub-sessions each action spawned, with the native id of the call
+    # whose step holds them (a step of one call among several knows it).
+    child_for_event: dict[Any, list[tuple[Session, Any]]] = {}
     for st in session.steps:
         for c in st.children:
-            child_for_event.setdefault(st.action_event_id, []).append(c)
+            child_for_event.setdefault(st.action_event_id, []).append((c, st.extra.get("call_id")))
 
     events = session.events
     system = next((e for e in events if e.kind == SYSTEM), None)
@@ -460,13 +462,16 @@ def _convert(
         open_resp["events"].append(e)
         open_resp["ts"] = _ts_of(e) or open_resp["ts"]
         su = step_usage.get(e.id)
-        u, cost, native = su if su else (e.model_usage, e.model_usage.cost if e.model_usage is not None else None, e.usage)
+        u, cost, native = su if su else (e.model_usage, None, e.usage)
         if open_resp["usage"] is None and native is not None:
             open_resp["usage"] = _usage_to_openresponses(u)
             open_resp["native_usage"] = native
-        if cost is None and u is not None and u.cost_estimated and u.cost is not None:
-            cost = u.cost  # estimated from the price table (trajkit.pricing), said so below
-            open_resp["cost_estimated"] = True
+        if cost is None and u is not None and u.cost is not None:
+            # the call's own cost when the step carries none; an estimate from
+            # the price table (trajkit.pricing) is said to be one
+            cost = u.cost
+            if u.cost_estimated and open_resp["cost"] is None:
+                open_resp["cost_estimated"] = True
         if open_resp["cost"] is None and isinstance(cost, (int, float)) and not isinstance(cost, bool):
             open_resp["cost"] = float(cost)
         for k in ("prompt_token_ids", "completion_token_ids", "logprobs"):
@@ -569,8 +574,9 @@ def _convert(
                 written.append(wid)
             calls_of_event[e.id] = written
             native_calls_of_event[e.id] = [(c.call_id, w) for c, w in zip(calls, written)]
-            for child in child_for_event.get(e.id, []):
-                links_pending.setdefault(written[0], []).append(child)
+            for child, native_cid in child_for_event.get(e.id, []):
+                w = next((w for c, w in zip(calls, written) if native_cid is not None and c.call_id == native_cid), written[0])
+                links_pending.setdefault(w, []).append(child)
         elif k == OBSERVATION:
             wid = None
             if e.cause is not None and calls_of_event.get(e.cause):
