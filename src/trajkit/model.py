@@ -537,6 +537,10 @@ class Session:
     outcome: "Outcome | None" = None
     #: Facts about the run as a whole (harness, models, ids, workspace, cost, results files).
     run: "RunInfo" = field(default_factory=lambda: RunInfo())
+    #: The session as an ASF file (:class:`trajkit.spec.asf.AsfFile`) when it
+    #: was read from one: ASF export passes it through unchanged, so its
+    #: content-addressed ids survive (``asf.md`` §13.5). None otherwise.
+    asf: Any = None
 
     def diag(self, code: str, message: str, severity: str = WARNING, **where: Any) -> Diagnostic:
         """Record a diagnostic on this session and return it."""

@@ -69,6 +69,7 @@ BUILTIN_FORMATS: dict[str, str] = {
     "swe-agent": "trajkit.formats.swe_agent:FORMAT",
     "mini-swe-agent": "trajkit.formats.mini_swe_agent:FORMAT",
     "atif": "trajkit.formats.atif:FORMAT",
+    "asf": "trajkit.formats.asf:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

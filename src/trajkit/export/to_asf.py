@@ -270,14 +270,50 @@ def session_to_asf(
     redactor: Redactor | None = None,
     request_hashes: bool | None = None,
 ) -> AsfExport:
-    """Convert ``session`` and its sub-agent sessions to ASF sessions."""
+    """Convert ``session`` and its sub-agent sessions to ASF sessions.
+
+    A session read from an ASF file (``Session.asf``) is passed through as
+    read, entry ids and bytes unchanged (``asf.md`` §13.5), unless secrets
+    or homes are to be redacted or passthrough is off: rewriting content
+    re-hashes, so those go the normal way."""
     redactor = redactor or Redactor()
     out = AsfExport()
+    if session.asf is not None and passthrough and not redactor.active and _passes_through(session):
+        _pass_through(session, out, None)
+        return out
     if request_hashes is None:
         request_hashes = _rebuildable(session)
     _convert(session, session_uuid(session), None, None, out, passthrough, redactor, request_hashes)
     out.redactions = redactor.count
     return out
+
+
+def _passes_through(session: Session) -> bool:
+    """Every session of the tree was read from an ASF file with a header."""
+    return all(s.asf is not None and s.asf.header for s in session.walk())
+
+
+def _pass_through(session: Session, out: AsfExport, parent: Session | None) -> None:
+    f = session.asf
+    sid = str(f.header.get("id"))
+    out.sessions[id(session)] = sid
+    out.files.append(f)
+    by_event = {}
+    for n, e in enumerate(f.entries):
+        by_event[e.id if isinstance(e.id, str) else f"line-{e.line}"] = e
+    for ev in session.events:
+        p = Placement(session=sid, event_id=ev.id)
+        entry = by_event.get(ev.id)
+        if entry is not None and isinstance(entry.id, str):
+            p.entries.append(entry.id)
+        else:
+            p.code = "export.no-entry"
+            p.note = "a line that does not parse as an entry, kept as written"
+        out.placements.append(p)
+    if parent is not None:
+        out.linked.append(session)
+    for child in session.children:
+        _pass_through(child, out, session)
 
 
 def _harness(session: Session) -> dict[str, Any]:
