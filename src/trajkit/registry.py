@@ -70,6 +70,7 @@ BUILTIN_FORMATS: dict[str, str] = {
     "mini-swe-agent": "trajkit.formats.mini_swe_agent:FORMAT",
     "atif": "trajkit.formats.atif:FORMAT",
     "asf": "trajkit.formats.asf:FORMAT",
+    "aider": "trajkit.formats.aider:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.
