@@ -126,3 +126,46 @@ def test_ls_harness_with_a_root_lists_that_root(tmp_path):
     p = _ls({"HOME": str(tmp_path)}, str(tmp_path / "elsewhere"), "--harness", "openhands-sdk", "--json")
     assert p.returncode == 0, p.stderr
     assert sorted(r["path"] for r in json.loads(p.stdout)) == sorted(map(str, convs.values()))
+
+
+def test_ls_columns_tokens_from_base_state(tmp_path):
+    """The token column: input + output summed over base_state.json's accumulated usage, computed here from the file."""
+    home = tmp_path / "home"
+    convs = _lay_out(home / ".openhands" / "conversations")
+    p = _ls({"HOME": str(home)}, "--harness", "openhands-sdk", "--json")
+    rows = {r["path"]: r for r in json.loads(p.stdout)}
+    for conv in convs.values():
+        state = json.loads((conv / "base_state.json").read_text())
+        usage_ids = (((state.get("stats") or {}).get("usage_to_metrics")) or {}).values()
+        want = [u.get(k) for m in usage_ids for u in [m.get("accumulated_token_usage") or {}]
+                for k in ("prompt_tokens", "completion_tokens") if isinstance(u.get(k), int)]
+        assert rows[str(conv)]["tokens"] == (sum(want) if want else None)
+    p = _ls({"HOME": str(home)}, "--harness", "openhands-sdk")
+    head = p.stdout.splitlines()[0].split()
+    assert head == ["id", "status", "title", "model", "events", "steps", "tokens", "cost", "updated", "sub", "path"]
+
+
+def test_ls_marks_an_estimated_cost(tmp_path):
+    """A row whose cost is an estimate prints it with '~' (a format registered in-process, through the CLI's own code)."""
+    from click.testing import CliRunner
+
+    from trajkit import registry
+    from trajkit.cli import main
+    from trajkit.registry import Format, Reject
+
+    run = tmp_path / "r1"
+    run.mkdir()
+    fmt = Format(name="ls-demo", description="demo", fingerprints=("nothing",), priority=1,
+                 sniff=lambda probe, c, fp: Reject("no"), read=lambda root, opts: None,
+                 find_sessions=lambda root, diags=None: [run],
+                 summarize=lambda root, cap: {"id": "r1", "path": str(root), "title": "t", "status": "done", "events": 3,
+                                              "steps": 2, "tokens": 1500, "model": "gpt-4o", "cost": 0.00725,
+                                              "cost_estimated": True, "updated": None, "subagents": 0, "diagnostics": []})
+    registry.register(fmt)
+    try:
+        res = CliRunner().invoke(main, ["ls", str(tmp_path), "--format", "ls-demo"], env={"COLUMNS": "300"})
+    finally:
+        registry.formats()[:] = [f for f in registry.formats() if f.name != "ls-demo"]
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.output.splitlines() if x.startswith("r1"))
+    assert "~0.0073" in line and " 2 " in line and "1500" in line and line.rstrip().endswith(str(run))

@@ -302,16 +302,26 @@ def ls_cmd(root: str | None, harness: str | None, as_json: bool, format_name: st
     # Ids are what a user copies and the path is what they pass next, so
     # both are always printed whole. A table when every cell fits the width;
     # otherwise one block per session: id and facts, then its path.
-    cols = ("id", "status", "events", "model", "cost", "updated", "sub", "title", "path")
+    # steps and tokens come from rows that know them (summarize may leave
+    # them out: "?"); a cost the record lacks and trajkit estimated reads "~".
+    cols = ("id", "status", "title", "model", "events", "steps", "tokens", "cost", "updated", "sub", "path")
+
+    def _cost(r):
+        if r.get("cost") is None:
+            return ""
+        return ("~" if r.get("cost_estimated") else "") + f"{r['cost']:.4f}"
+
     cells = [[printable(str(c)) for c in (
         r["id"],
-        r.get("status") or "?",
-        "?" if r.get("events") is None else r["events"],
+        r.get("status") or r.get("execution_status") or "?",
+        r.get("title") or "",
         r.get("model") or "",
-        "" if r.get("cost") is None else f"{r['cost']:.4f}",
+        "?" if r.get("events") is None else r["events"],
+        "?" if r.get("steps") is None else r["steps"],
+        "" if r.get("tokens") is None else r["tokens"],
+        _cost(r),
         r.get("updated") or "",
         r["subagents"] if r.get("subagents") else "",
-        r.get("title") or "",
         r.get("path") or "",
     )] for r in rows]
     widths = [max([len(c)] + [min(len(row[i]), 40 if c == "title" else 1 << 30) for row in cells]) for i, c in enumerate(cols)]
@@ -320,16 +330,18 @@ def ls_cmd(root: str | None, harness: str | None, as_json: bool, format_name: st
         t = Table(expand=False, box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
         for col in cols:
             kw = {"max_width": 40, "overflow": "ellipsis"} if col == "title" else {}
-            t.add_column(col, no_wrap=True, justify="right" if col in ("events", "cost", "sub") else "left", **kw)
+            t.add_column(col, no_wrap=True, justify="right" if col in ("events", "steps", "tokens", "cost", "sub") else "left", **kw)
         for row in cells:
             t.add_row(*(Text(c) for c in row))
         con.print(t)
     else:
         for row in cells:
-            ident, status, events, model, cost, updated, sub, title, path = row
-            con.print(Text(f"{ident}  {status}  {events} events" + (f"  {sub} sub-agents" if sub else "")))
+            ident, status, title, model, events, steps, tokens, cost, updated, sub, path = row
+            counts = f"{events} events" + (f", {steps} steps" if steps != "?" else "")
+            con.print(Text(f"{ident}  {status}  {counts}" + (f"  {sub} sub-agents" if sub else "")))
             more = [model] if model else []
-            more += [f"${cost}"] if cost else []
+            more += [f"{tokens} tokens"] if tokens else []
+            more += [("~$" + cost[1:]) if cost.startswith("~") else f"${cost}"] if cost else []
             more += [updated] if updated else []
             if more:
                 con.print(Text("  " + "  ".join(more)))

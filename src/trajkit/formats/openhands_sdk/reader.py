@@ -1008,6 +1008,8 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         n_sub = sum(1 for e in os.scandir(subs) if e.is_dir()) if os.path.isdir(subs) else 0
     except OSError:
         n_sub = 0
+    toks = [v for st in stats.values() for k, v in (st.get("accumulated_token_usage") or {}).items()
+            if k in ("prompt_tokens", "completion_tokens") and isinstance(v, int)]
     model = facts.get("model")
     if model is None and isinstance(meta_raw.get("agent"), dict):
         model = ((meta_raw["agent"].get("llm") or {}) if isinstance(meta_raw["agent"].get("llm"), dict) else {}).get("model")
@@ -1019,6 +1021,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         "events": len(scan.ordered),
         "model": model,
         "cost": cost,
+        "tokens": sum(toks) if toks else None,
         "updated": updated,
         "agent_kind": facts.get("agent_kind"),
         "subagents": n_sub,
