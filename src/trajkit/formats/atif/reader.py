@@ -38,9 +38,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import ERROR, INFO, WARNING
-from ..jsonio import MISSING
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING
+from ...jsonio import MISSING
+from ...model import (
     ACTION,
     MESSAGE,
     OBSERVATION,
@@ -54,13 +54,10 @@ from ..model import (
     SpawnLink,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.pairing import pair_by_call_id
-from ..reading.probe import Probe
-from ..registry import STRONG, Format, Match, Reject
-from ..vocab import ToolTable
+from ...reading.builder import SessionBuilder
+from ...reading.pairing import pair_by_call_id
+from .names import ATIF_TOOLS, NAME
 
-NAME = "atif"
 #: The versions this reader knows (``atif.md`` §3).
 KNOWN_VERSIONS = tuple(f"ATIF-v1.{n}" for n in range(9))
 _VERSION_RE = re.compile(r"^ATIF-v(\d+)\.(\d+)$")
@@ -75,26 +72,12 @@ CALL_MEMBERS = frozenset({"tool_call_id", "function_name", "arguments", "extra"}
 RESULT_MEMBERS = frozenset({"source_call_id", "content", "subagent_trajectory_ref", "extra"})
 METRICS_MEMBERS = frozenset({"prompt_tokens", "completion_tokens", "cached_tokens", "cost_usd", "prompt_token_ids",
                              "completion_token_ids", "logprobs", "extra"})
-#: Tool names are the producer's: the generic table classifies them by name and arguments.
-ATIF_TOOLS = ToolTable.of(NAME)
-_HEAD = 4096
 
 
 # ---------------------------------------------------------------- detection
 
-def _looks_like(head: bytes) -> bool:
-    return b'"schema_version"' in head and b'"ATIF-v' in head
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(candidate):
-        return Reject("not a file")
-    head = probe.head(candidate, _HEAD)
-    if not head.lstrip().startswith(b"{"):
-        return Reject("not a JSON object")
-    if not _looks_like(head):
-        return Reject('no "schema_version": "ATIF-v…" near the start')
-    return Match(candidate, fingerprint, STRONG, "a JSON document with an ATIF schema_version")
 
 
 # ---------------------------------------------------------------- helpers
@@ -489,17 +472,4 @@ def read(root: Path, options: ReadOptions) -> Session:
     return b.finish()
 
 
-_FIX = Path(__file__).resolve().parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="ATIF trajectory (Harbor's Agent Trajectory Interchange Format, v1.0-v1.8): one JSON document",
-    fingerprints=("*.json",),
-    priority=30,
-    sniff=sniff,
-    read=read,
-    tools=ATIF_TOOLS,
-    examples=(str(_FIX / "subagent.json"), str(_FIX / "harbor-claude-code.json")),
-)
-
-__all__ = ["FORMAT", "read", "sniff", "content_text", "KNOWN_VERSIONS"]
+__all__ = ["read", "content_text", "KNOWN_VERSIONS"]

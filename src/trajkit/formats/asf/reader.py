@@ -42,8 +42,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import ERROR, INFO
-from ..model import (
+from ...diagnostics import ERROR, INFO
+from ...model import (
     ACTION,
     BRANCH_ABANDONED,
     BRANCH_ACTIVE,
@@ -60,27 +60,14 @@ from ..model import (
     SpawnLink,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.pairing import pair_by_call_id
-from ..reading.probe import Probe
-from ..registry import STRONG, Format, Match, Reject
-from ..spec import asf as spec
-from ..vocab import ToolTable
+from ...reading.builder import SessionBuilder
+from ...reading.pairing import pair_by_call_id
+from ...spec import asf as spec
+from .names import ASF_TOOLS, NAME
 
-NAME = "asf"
-ASF_TOOLS = ToolTable.of(NAME)
-_HEAD = 4096
 _MAX_DEPTH = 8
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(candidate):
-        return Reject("not a file")
-    head = probe.head(candidate, _HEAD)
-    first = head.split(b"\n", 1)[0]
-    if b'"agentsession/' not in first or b'"session"' not in first:
-        return Reject('line 1 is no ASF header ({"type": "session", "format": "agentsession/…"})')
-    return Match(candidate, fingerprint, STRONG, "line 1 is an ASF session header")
 
 
 def _text(content: Any) -> str | None:
@@ -295,17 +282,4 @@ def read(root: Path, options: ReadOptions) -> Session:
     return b.finish()
 
 
-_FIX = Path(__file__).resolve().parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="ASF session (Agent Session Format, agentsession/0.x JSONL; pre-0.5 migrated in memory)",
-    fingerprints=("*.jsonl",),
-    priority=30,
-    sniff=sniff,
-    read=read,
-    tools=ASF_TOOLS,
-    examples=(str(_FIX / "agenteval-basic.jsonl"), str(_FIX / "delegation" / "187c8a39-f505-5133-9018-31a948b15551.jsonl")),
-)
-
-__all__ = ["FORMAT", "read", "sniff"]
+__all__ = ["read"]

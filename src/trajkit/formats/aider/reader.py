@@ -37,20 +37,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import INFO, WARNING
-from ..model import ACTION, MESSAGE, OBSERVATION, OTHER, Event, Outcome, ReadOptions, Ref, Session, Usage
-from ..reading.builder import SessionBuilder
-from ..reading.io import read_capped
-from ..reading.pairing import pair_by_call_id
-from ..reading.probe import Probe
-from ..registry import STRONG, Format, Match, Reject
-from ..vocab import ToolSpec, ToolTable
-from ..model import EDIT_OP
+from ...diagnostics import INFO, WARNING
+from ...model import ACTION, MESSAGE, OBSERVATION, OTHER, Event, Outcome, ReadOptions, Ref, Session, Usage
+from ...reading.builder import SessionBuilder
+from ...reading.io import read_capped
+from ...reading.pairing import pair_by_call_id
+from .names import AIDER_TOOLS, NAME
 
-NAME = "aider"
 HEADER = re.compile(r"^# aider chat started at (\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})\s*$")
-_HEADER_BYTES = b"# aider chat started at "
-AIDER_TOOLS = ToolTable.of(NAME, ToolSpec("search_replace", EDIT_OP), ToolSpec("udiff", EDIT_OP))
 _APPLIED = re.compile(r"^(Applied edit to|Did not apply edit to) (.+?)(?: \(.*\))?$")
 _TOKENS = re.compile(r"^Tokens: ([\d.]+)(k|m)? sent(?:, ([\d.]+)(k|m)? cache write)?(?:, ([\d.]+)(k|m)? cache hit)?, ([\d.]+)(k|m)? received\.?"
                      r"(?: Cost: \$([\d.]+) message, \$([\d.]+) session\.?)?")
@@ -61,13 +55,6 @@ LOSSY = ("per-message times (only the run's start, in local time)", "the tool-ca
          "whether a '#### ' line inside a reply was a prompt")
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(candidate):
-        return Reject("not a file")
-    head = probe.head(candidate, 8192)
-    if _HEADER_BYTES not in head:
-        return Reject("no '# aider chat started at' line near the start")
-    return Match(candidate, fingerprint, STRONG, "a markdown file with '# aider chat started at' run headers")
 
 
 # ---------------------------------------------------------------- the file as runs
@@ -339,18 +326,4 @@ def read(root: Path, options: ReadOptions) -> Session:
     return b.finish()
 
 
-_FIX = Path(__file__).resolve().parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="Aider chat history (.aider.chat.history.md): one markdown file, one run per '# aider chat started at' header",
-    fingerprints=(".aider.chat.history.md", "*.md"),
-    priority=30,
-    sniff=sniff,
-    read=read,
-    members=members,
-    tools=AIDER_TOOLS,
-    examples=(str(_FIX / "webhook" / ".aider.chat.history.md"),),
-)
-
-__all__ = ["FORMAT", "read", "sniff", "members"]
+__all__ = ["read", "members"]

@@ -1,0 +1,44 @@
+"""ATIF trajectories as input (format name ``atif``): detection and the
+:class:`~trajkit.registry.Format`; the reader is :mod:`.reader` (imported on
+first use). See that module and ``docs/atif.md``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...reading.probe import Probe
+from ...registry import STRONG, Format, Match, Reject, lazy
+from .names import ATIF_TOOLS, NAME
+
+_HEAD = 4096
+
+
+def _looks_like(head: bytes) -> bool:
+    return b'"schema_version"' in head and b'"ATIF-v' in head
+
+
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    if not probe.is_file(candidate):
+        return Reject("not a file")
+    head = probe.head(candidate, _HEAD)
+    if not head.lstrip().startswith(b"{"):
+        return Reject("not a JSON object")
+    if not _looks_like(head):
+        return Reject('no "schema_version": "ATIF-v…" near the start')
+    return Match(candidate, fingerprint, STRONG, "a JSON document with an ATIF schema_version")
+
+
+_FIX = Path(__file__).resolve().parent.parent / "fixtures" / NAME
+
+FORMAT = Format(
+    name=NAME,
+    description="ATIF trajectory (Harbor's Agent Trajectory Interchange Format, v1.0-v1.8): one JSON document",
+    fingerprints=("*.json",),
+    priority=30,
+    sniff=sniff,
+    read=lazy("trajkit.formats.atif.reader:read"),
+    tools=ATIF_TOOLS,
+    examples=(str(_FIX / "subagent.json"), str(_FIX / "harbor-claude-code.json")),
+)
+
+__all__ = ["FORMAT", "NAME", "ATIF_TOOLS", "sniff"]
