@@ -414,6 +414,10 @@ def _runs() -> list[Path]:
              cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-stream.jsonl",
              cc / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy"]
     runs += sorted((CORPUS / "swe_agent").rglob("*.traj")) + sorted((CORPUS / "mini_swe_agent").rglob("*.traj.json"))
+    # ATIF, ASF and Aider input (issue 11)
+    runs += [CORPUS / "atif" / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy" / "agent" / "trajectory.json",
+             CORPUS / "asf" / "agentsession" / "testdata" / "sessions" / "runs.jsonl",
+             REPO / "src" / "trajkit" / "formats" / "fixtures" / "aider" / "webhook" / ".aider.chat.history.md"]
     return runs
 
 
