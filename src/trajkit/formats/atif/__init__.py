@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...reading.probe import Probe
-from ...registry import STRONG, Format, Match, Reject, lazy
+from ...registry import STRONG, WEAK, Format, Match, Reject, lazy
 from .names import ATIF_TOOLS, NAME
 
 _HEAD = 4096
@@ -25,6 +25,10 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         return Reject("not a JSON object")
     if not _looks_like(head):
         return Reject('no "schema_version": "ATIF-v…" near the start')
+    if candidate.name == "trajectory.json" and candidate.parent.name == "agent":
+        # A Harbor trial's own ATIF: weak, so detection walks on to the trial,
+        # which the harness's format (with its native log) reads when it can.
+        return Match(candidate, fingerprint, WEAK, "a Harbor trial's agent/trajectory.json (ATIF)")
     return Match(candidate, fingerprint, STRONG, "a JSON document with an ATIF schema_version")
 
 
