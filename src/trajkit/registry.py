@@ -68,6 +68,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "claude-code": "trajkit.formats.claude_code:FORMAT",
     "swe-agent": "trajkit.formats.swe_agent:FORMAT",
     "mini-swe-agent": "trajkit.formats.mini_swe_agent:FORMAT",
+    "openhands-eval": "trajkit.formats.openhands_eval:FORMAT",
+    "openhands-cloud": "trajkit.formats.openhands_eval:CLOUD_FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.
