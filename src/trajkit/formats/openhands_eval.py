@@ -30,7 +30,7 @@ ended, which outranks the stream's).
 as the OpenHands Cloud API serves them (``GET /api/conversations/{id}`` and
 ``/events``). The events are V0 or SDK events, read the same way.
 
-Diagnostic codes: ``eval.not-object``, ``eval.bad-line``,
+Diagnostic codes: ``eval.empty``, ``eval.no-member``, ``eval.not-object``, ``eval.bad-line``,
 ``eval.truncated-line``, ``eval.no-instance-id``, ``eval.duplicate-instance``,
 ``eval.history-missing``, ``eval.history-not-list``, ``eval.history-empty``,
 ``eval.history-item-not-object``, ``eval.history-mixed``,
@@ -500,6 +500,11 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
         member = idx.records[0].member
     if member is None and idx.problem is None:
         s = Session(format=NAME, source_path=path, view=HISTORY)
+        if not idx.records:
+            s.diag("eval.empty", "the evaluation output holds no records", WARNING, file=path)
+            s.files.append(SourceFile(path, "eval-output", "read", note="no records"))
+            s.outcome = Outcome(False, signal="no records")
+            return s
         s.diag("eval.no-member", f"an evaluation output of {len(idx.records)} records: name one as PATH#ID", ERROR, file=path)
         s.files.append(SourceFile(path, "eval-output", "unused", note="no record named"))
         s.outcome = Outcome(False, signal="no record named")
@@ -585,22 +590,27 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 # ---------------------------------------------------------------- Cloud export
 
 
-_CLOUD_HEAD = re.compile(rb'"(?:conversation|events)"\s*:')
+_CLOUD_HEAD = re.compile(rb'"(conversation|events)"\s*:')
 
 
 def looks_like_cloud(path: Path, probe: Probe) -> bool:
     """Whether a JSON file is an OpenHands Cloud export: an object with
-    ``conversation`` and ``events`` members (both seen in its first 64 KiB,
-    or the whole object decoded when it is small)."""
+    ``conversation`` (an object) and ``events`` members. A file of up to 64
+    KiB is decoded; a larger one must name both members in its first 64 KiB
+    (the conversation details come first and are small)."""
     head = probe.head(str(path), 1 << 16)
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     if not head.lstrip().startswith(b"{"):
         return False
-    keys = set(_CLOUD_HEAD.findall(head))
-    if len(keys) >= 2:
-        return True
-    return b'"conversation"' in head and b'"conversation_id"' in head and b'"events"' not in head and len(head) == (1 << 16)
+    if len(head) < (1 << 16) - 3:
+        try:
+            doc = jsonio.fast_loads(head)
+        except ValueError:
+            doc = None
+        if isinstance(doc, dict):
+            return isinstance(doc.get("conversation"), dict) and "events" in doc
+    return len(set(_CLOUD_HEAD.findall(head))) >= 2
 
 
 def sniff_cloud(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:

@@ -526,7 +526,8 @@ def meta_facts(meta: dict) -> dict[str, Any]:
         "forked_from_conversation_id": g("forked_from_conversation_id"),
         "forked_from_event_id": g("forked_from_event_id"),
         "accumulated_cost": metrics.get("accumulated_cost") if metrics else None,
-        "model": ((g("agent") or {}).get("llm") or {}).get("model") if isinstance(g("agent"), dict) else None,
+        "model": ((g("agent") or {}).get("llm") or {}).get("model") if isinstance(g("agent"), dict) else (
+            g("llm_model") if isinstance(g("llm_model"), str) else None),  # Cloud's meta.json names the model so
     }
 
 
@@ -608,12 +609,16 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     meta_raw: Any = jsonio.MISSING
     child_dirs: list[Path] = []
     have_events_dir = False
+    # a bare folder: event files right here, no events/ and no base_state.json
+    bare = layout.is_bare_event_dir(root_s)
     for e in entries:
         name, path = e.name, e.path
         try:
             is_dir = e.is_dir()
         except OSError:
             is_dir = False
+        if bare and not is_dir and layout.is_bare_event_name(name):
+            continue  # an event file: scan_events accounts for it
         if name == layout.STATE_FILE and not is_dir:
             state_raw, d, size = _load_json(path, cap)
             sf = SourceFile(path, "state", "read", size)
@@ -680,16 +685,19 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             s.diag("sdk.unexpected-entry", f"{'directory' if is_dir else 'file'} not part of the SDK layout; left alone", INFO, file=path)
 
     state = StateView(state_raw if isinstance(state_raw, dict) else {})
-    if state_raw is jsonio.MISSING and not any(f.role == "state" for f in s.files):
+    if bare:
+        s.diag("sdk.bare-events", "event files directly in this folder (no events/ parent, no base_state.json): read as the "
+               "conversation's events; state facts (status, leaf, usage) are unknown", INFO, file=root_s)
+    elif state_raw is jsonio.MISSING and not any(f.role == "state" for f in s.files):
         s.diag("sdk.state-missing", "no base_state.json; state facts (model, status, leaf) are unknown", WARNING, file=os.path.join(root_s, layout.STATE_FILE))
 
     # --- events
-    events_dir = os.path.join(root_s, layout.EVENTS_DIR)
-    scan = layout.scan_events(events_dir) if have_events_dir else layout.EventScan()
-    if not have_events_dir:
+    events_dir = root_s if bare else os.path.join(root_s, layout.EVENTS_DIR)
+    scan = layout.scan_events(events_dir, bare=bare) if have_events_dir or bare else layout.EventScan()
+    if not have_events_dir and not bare:
         s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
     s.diagnostics.extend(scan.diagnostics)
-    conv = ingest_events(s, _DirectoryEvents(scan, cap), state, state_raw, meta_raw, options, tz, lazy,
+    conv = ingest_events(s, _DirectoryEvents(scan, cap, "" if bare else layout.EVENTS_DIR + "/"), state, state_raw, meta_raw, options, tz, lazy,
                          state_file=os.path.join(root_s, layout.STATE_FILE), fallback_id=root.name)
 
     # --- children
@@ -727,9 +735,10 @@ class _DirectoryEvents:
     them: each file read and decoded in the SDK's index order, what could not
     be read said and accounted for as it goes."""
 
-    def __init__(self, scan: layout.EventScan, cap: int) -> None:
+    def __init__(self, scan: layout.EventScan, cap: int, prefix: str = layout.EVENTS_DIR + "/") -> None:
         self.scan = scan
         self.cap = cap
+        self.prefix = prefix
 
     def items(self, s: Session) -> Iterator[tuple[dict, str, int, Any, int, Any]]:
         """(decoded event, file path, index, the id its name gives, size, ref line) per readable file."""
@@ -782,7 +791,7 @@ class _DirectoryEvents:
         return {f.name_id: f.index for f in ordered if f.name_id not in seen_ids} if n_events != len(ordered) else None
 
     def task_source(self, ev: Event) -> str:
-        return f"{layout.EVENTS_DIR}/{os.path.basename(ev.ref.path)}" if ev.ref else "events"
+        return f"{self.prefix}{os.path.basename(ev.ref.path)}" if ev.ref else "events"
 
 
 class Ingested(NamedTuple):
@@ -1052,9 +1061,12 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     root_s = os.path.abspath(os.fspath(root))
     diags: list[Diagnostic] = []
     state_raw, d, _ = _load_json(os.path.join(root_s, layout.STATE_FILE), max_file_bytes)
+    bare = layout.is_bare_event_dir(root_s)
     if not isinstance(state_raw, dict):
         if os.path.exists(os.path.join(root_s, layout.STATE_FILE)):
             diags.append(Diagnostic("sdk.state-malformed", "base_state.json is not a readable JSON object", ERROR, file=os.path.join(root_s, layout.STATE_FILE)))
+        elif bare:
+            pass  # a bare folder of event files has no state by design
         else:
             diags.append(Diagnostic("sdk.state-missing", "no base_state.json", WARNING, file=os.path.join(root_s, layout.STATE_FILE)))
         state_raw = {}
@@ -1068,7 +1080,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     state = StateView(state_raw)
     facts = state_facts(state)
     stats, _ = read_stats(state, _Numbers())
-    scan = layout.scan_events(os.path.join(root_s, layout.EVENTS_DIR))
+    scan = layout.scan_events(root_s if bare else os.path.join(root_s, layout.EVENTS_DIR), bare=bare)
     diags.extend(scan.diagnostics)
     updated = meta_raw.get("updated_at") if isinstance(meta_raw.get("updated_at"), str) else None
     if updated is None and scan.ordered:
@@ -1087,8 +1099,10 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     model = facts.get("model")
     if model is None and isinstance(meta_raw.get("agent"), dict):
         model = ((meta_raw["agent"].get("llm") or {}) if isinstance(meta_raw["agent"].get("llm"), dict) else {}).get("model")
+    if model is None and isinstance(meta_raw.get("llm_model"), str):
+        model = meta_raw["llm_model"]  # Cloud's meta.json
     return {
-        "id": facts.get("conversation_id") or meta_raw.get("conversation_id") or os.path.basename(root_s),
+        "id": facts.get("conversation_id") or meta_raw.get("conversation_id") or (bare and meta_raw.get("id")) or os.path.basename(root_s),
         "path": root_s,
         "title": meta_raw.get("title") if isinstance(meta_raw.get("title"), str) else None,
         "execution_status": facts.get("execution_status"),
