@@ -360,3 +360,26 @@ def test_bare_folder_of_sdk_event_files(tmp_path, corpus, cli, cloud_names):
     assert len(rows) == 1 and rows[0]["events"] == len(names)
     if cloud_names:
         assert s.id == conv.name and rows[0]["model"] == "openai/stub-model"
+
+
+def test_context_of_an_sdk_record_is_the_conversations(cli, sdk_out, tmp_path):
+    """`context` on a record: the SDK reader's rebuild over the same events; a V0 history says it cannot."""
+    path, recs = sdk_out
+    r = next(r for r in recs if r["instance_id"] == "cd94562403b9487ebdd4018e3f531dfd")
+    conv = build.sdk_conversation(tmp_path / "conv", r["history"], r["metrics"])
+    a = json.loads(cli("context", f"{path}#{r['instance_id']}", "--json", check=True).stdout)
+    b = json.loads(cli("context", conv, "--json", check=True).stdout)
+    assert a == b and len(a) == len({e["llm_response_id"] for e in r["history"] if e.get("llm_response_id")})
+    v0 = build.write_jsonl(tmp_path / "v0.jsonl", [build.v0_record(0, "basic", build.v0_samples()[0][1])])
+    p = cli("context", v0)
+    assert p.returncode == 2 and "V0 history" in p.stderr
+
+
+def test_view_writes_one_page_per_record(cli, v0_out, tmp_path):
+    path, recs = v0_out
+    p = cli("view", path, "--out", tmp_path / "pages", "--json")
+    assert p.returncode == 0, p.stderr
+    pages = sorted(x.name for x in (tmp_path / "pages").glob("*.html") if x.name != "index.html")
+    assert len(pages) == len(recs)
+    one = cli("view", f"{path}#{recs[0]['instance_id']}", "--out", tmp_path / "one.html")
+    assert one.returncode == 0 and (tmp_path / "one.html").read_text().lower().startswith("<!doctype html>")

@@ -688,6 +688,20 @@ def read_cloud(root: Path, options: ReadOptions | None = None) -> Session:
     return s
 
 
+def context(session: Session, at: Any = None) -> list[dict[str, Any]]:
+    """What the model saw on each agent call, where the record holds it: an
+    SDK history is rebuilt as the SDK reader rebuilds a conversation's (the
+    same function); a V0 history does not hold the prompts (V0 keeps them
+    in its completion logs only)."""
+    from ..model import TrajkitError
+    from .openhands_sdk import rebuild_context
+
+    if session.metadata.get("history_format") != SDK:
+        raise TrajkitError(f"{session.source_path}#{session.id}: a V0 history does not hold what the model saw "
+                           "(OpenHands V0 logs prompts in llm_completions/ only)")
+    return rebuild_context(session, at=at)
+
+
 _HERE = Path(__file__).parent / "fixtures"
 
 FORMAT = Format(
@@ -700,6 +714,7 @@ FORMAT = Format(
     members=members,
     find_sessions=find_sessions,
     summarize=summarize,
+    context=context,
     tools=V0_TOOLS,
     examples=(str(_HERE / NAME / "v0" / "output.jsonl"), str(_HERE / NAME / "sdk" / "output.jsonl")),
 )
@@ -711,6 +726,7 @@ CLOUD_FORMAT = Format(
     priority=45,
     sniff=sniff_cloud,
     read=read_cloud,
+    context=context,
     tools=SDK_TOOLS,
     examples=(str(_HERE / CLOUD_NAME / "sdk-conversation.json"), str(_HERE / CLOUD_NAME / "v0-conversation.json")),
 )
