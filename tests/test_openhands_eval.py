@@ -383,3 +383,18 @@ def test_view_writes_one_page_per_record(cli, v0_out, tmp_path):
     assert len(pages) == len(recs)
     one = cli("view", f"{path}#{recs[0]['instance_id']}", "--out", tmp_path / "one.html")
     assert one.returncode == 0 and (tmp_path / "one.html").read_text().lower().startswith("<!doctype html>")
+
+
+def test_the_docs_examples_run(cli, tmp_path):
+    """Every `$ trajkit ...` line of docs/openhands-eval.md runs (exit 0) on the shipped fixtures."""
+    import shlex
+
+    from conftest import REPO
+
+    text = (REPO / "docs" / "openhands-eval.md").read_text(encoding="utf-8")
+    cmds = [line[2:] for line in text.splitlines() if line.startswith("$ trajkit ")]
+    assert len(cmds) >= 10
+    for cmd in cmds:
+        args = [a.replace("/tmp/", f"{tmp_path}/") for a in shlex.split(cmd)[1:]]
+        p = cli(*args)
+        assert p.returncode == 0, (cmd, p.stderr[-2000:])

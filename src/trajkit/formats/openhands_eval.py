@@ -34,7 +34,7 @@ Diagnostic codes: ``eval.empty``, ``eval.no-member``, ``eval.not-object``, ``eva
 ``eval.truncated-line``, ``eval.no-instance-id``, ``eval.duplicate-instance``,
 ``eval.history-missing``, ``eval.history-not-list``, ``eval.history-empty``,
 ``eval.history-item-not-object``, ``eval.history-mixed``,
-``eval.history-pairs``, ``eval.record-unreadable``, ``eval.changed``,
+``eval.history-pairs``, ``eval.changed``,
 ``eval.bad-field``, ``cloud.not-object``, ``cloud.events-missing``,
 ``cloud.events-not-list``.
 """
