@@ -385,7 +385,8 @@ def _run_facts(s: Session, rec: dict[str, Any], path: str) -> None:
     if cost is None:
         cost = _money(md.get("accumulated_cost"))
     run.cost_usd = cost
-    stamps = [e.timestamp for e in (s.events[:1] + s.events[-1:]) if isinstance(e.timestamp, str)]
+    stamps = [_d(e.raw).get("timestamp") for e in (s.events[:1] + s.events[-1:])]
+    stamps = [t for t in stamps if isinstance(t, str)]
     if stamps:
         run.started_at, run.ended_at = stamps[0], stamps[-1]
     tr = rec.get("test_result")
@@ -440,7 +441,10 @@ def _record_session(path: str, rec_info: Record | None, member: str | None, opti
         return s
     if _stat_key(path) != idx.key:
         s.diag("eval.changed", "the file changed since it was indexed; this record may be read from the wrong place", WARNING, file=path, line=line)
-    value, d = jsonio.loads(data, path)
+    try:
+        value, d = jsonio.fast_loads(data), None
+    except ValueError:  # not JSON, or suspicious: the careful decode says what
+        value, d = jsonio.loads(data, path)
     if d is not None:
         d.line = line
         d.offset = rec_info.offset if d.offset is None else rec_info.offset + d.offset
