@@ -398,3 +398,23 @@ def test_the_docs_examples_run(cli, tmp_path):
         args = [a.replace("/tmp/", f"{tmp_path}/") for a in shlex.split(cmd)[1:]]
         p = cli(*args)
         assert p.returncode == 0, (cmd, p.stderr[-2000:])
+
+
+def test_ctb_row_checks_one_record(cli, v0_out, tmp_path):
+    """--ctb-row on a record: its step_count is checked and its labels attached; a
+    multi-row manifest finds the record's row by its instance id."""
+    path, recs = v0_out
+    r = recs[1]
+    n = v0_step_count(r["history"])
+    rows = [{"traj_id": f"openhands-x-{x['instance_id']}", "task_name": x["instance_id"], "step_count": v0_step_count(x["history"]),
+             "incorrect_stages": [{"stage_id": 1, "incorrect_step_ids": [1], "unuseful_step_ids": []}]} for x in recs]
+    manifest = tmp_path / "manifest.jsonl"
+    manifest.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    p = cli("steps", f"{path}#{r['instance_id']}", "--ctb-row", manifest, "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["step_count"] == n and doc["steps"][0]["labels"] == ["incorrect"]
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps(dict(rows[1], step_count=n + 1)))
+    assert cli("steps", f"{path}#{r['instance_id']}", "--ctb-row", wrong).returncode == 1
+    assert cli("steps", path, "--ctb-row", wrong).returncode == 2  # a file of many records: name one
