@@ -518,9 +518,10 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
 
 def summarize(root: Any, max_file_bytes: int = jsonio.DEFAULT_MAX_FILE_BYTES) -> dict[str, Any]:
     """One ``trajkit ls`` row for ``FILE#MEMBER`` (a full read of that record)."""
-    p = os.fspath(root)
-    path, _, member = p.rpartition("#") if "#" in os.path.basename(p) and not os.path.exists(p) else (p, "", None)
-    s = read(Path(path), ReadOptions(max_file_bytes=max_file_bytes, member=member or None))
+    from ..registry import split_member
+
+    path, member = split_member(os.fspath(root))  # ids may hold '#': the longest existing part is the file
+    s = read(Path(path), ReadOptions(max_file_bytes=max_file_bytes, member=member))
     o = s.outcome
     rep = _d(_d(_d(s.metadata.get("eval")).get("test_result")).get("report"))
     status = "resolved" if rep.get("resolved") is True else "unresolved" if rep.get("resolved") is False else (
