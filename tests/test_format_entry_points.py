@@ -21,7 +21,6 @@ import pytest
 from trajkit.registry import BUILTIN_FORMATS, get_format
 
 from conftest import REPO
-from trajkit.registry import BUILTIN_FORMATS
 
 EXAMPLE_V0 = REPO / "examples" / "openhands-v0-trial"
 

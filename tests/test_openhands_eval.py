@@ -192,7 +192,7 @@ def test_cli_certify_the_whole_file_gates_on_test_result(cli, v0_out):
         assert c["run"]["id"] == r["instance_id"]
         assert c["gate"]["holdout"] == [{"id": "resolved", "passed": r["test_result"]["report"]["resolved"],
                                          "status": "passed" if r["test_result"]["report"]["resolved"] else "failed"}]
-        assert c["gate"]["sources"]["holdout"]["kind"] == "openhands-eval"
+        assert c["gate"]["sources"]["holdout"]["kind"] == "eval-test-result"
         assert c["state"] != "Succeeded" or r["test_result"]["report"]["resolved"]
     strict = cli("certify", path, "--strict")
     assert strict.returncode == (0 if all(c["state"] == "Succeeded" for c in certs) else 1)

@@ -414,6 +414,10 @@ def _runs() -> list[Path]:
              cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-stream.jsonl",
              cc / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy"]
     runs += sorted((CORPUS / "swe_agent").rglob("*.traj")) + sorted((CORPUS / "mini_swe_agent").rglob("*.traj.json"))
+    fix = REPO / "src" / "trajkit" / "formats" / "fixtures"
+    runs += [Path(f"{fix / 'openhands-eval' / 'v0' / 'output.jsonl'}#basic_gui_mode"),  # one record of a container
+             Path(f"{fix / 'openhands-eval' / 'sdk' / 'output.jsonl'}#0123456789abcdef0123456789abcdef"),
+             fix / "openhands-cloud" / "sdk-conversation.json"]
     return runs
 
 

@@ -356,7 +356,7 @@ def parse_openhands_test_result(doc: Any, source: str = "") -> ResultSet:
     ``tests_status`` when the report carries them, else ``resolved`` at the
     top of ``test_result``) and the standardized record's own ``resolved``.
     ``doc`` is ``{"test_result": {...}, "resolved"?: bool}``."""
-    rs = ResultSet(source, "openhands-eval")
+    rs = ResultSet(source, "eval-test-result")
     tr = doc.get("test_result") if isinstance(doc, dict) else None
     tr = tr if isinstance(tr, dict) else {}
     report = tr.get("report")

@@ -22,7 +22,7 @@ or conversation directory. The record adds what a directory does not have:
 ``metrics`` (usage per response for SDK histories, the run's cost),
 ``test_result`` (the harness's grading, SWE-bench's ``report.resolved``:
 certify's gate, as a :class:`~trajkit.model.TrialResult` of kind
-``openhands-eval``) and ``error`` (the harness's own word on how the run
+``eval-test-result``) and ``error`` (the harness's own word on how the run
 ended, which outranks the stream's).
 
 **Cloud export.** ``{"conversation": {...}, "events": [...]}`` (with
@@ -56,6 +56,7 @@ from ..reading import io as read_io
 from ..reading.probe import Probe
 from ..registry import STRONG, Format, Match, Reject
 from ..vocab.openhands import BUDGET_TEXT, SDK_TOOLS, V0_TOOLS
+from ..vocab.trials import EVAL_TEST_RESULT
 from . import openhands_v0 as v0
 from .openhands_sdk import outcome as sdk_outcome
 from .openhands_sdk.reader import StateView, ingest_events
@@ -64,7 +65,7 @@ NAME = "openhands-eval"
 CLOUD_NAME = "openhands-cloud"
 
 #: The :class:`~trajkit.model.TrialResult` kind holding a record's ``test_result``.
-RESULT_KIND = "openhands-eval"
+RESULT_KIND = EVAL_TEST_RESULT
 
 V0, V0_PAIRS, SDK = "v0", "v0-pairs", "sdk"
 HISTORY = v0.HISTORY

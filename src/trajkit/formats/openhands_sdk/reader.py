@@ -693,7 +693,10 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
 
     # --- events
     events_dir = root_s if bare else os.path.join(root_s, layout.EVENTS_DIR)
-    scan = layout.scan_events(events_dir, bare=bare) if have_events_dir or bare else layout.EventScan()
+    if bare:
+        scan = layout.scan_events(events_dir, bare=True)
+    else:
+        scan = layout.scan_events(events_dir) if have_events_dir else layout.EventScan()
     if not have_events_dir and not bare:
         s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
     s.diagnostics.extend(scan.diagnostics)
