@@ -52,6 +52,10 @@ def test_context_on_nothing_readable_exits_2(cli, junk, name):
 def test_context_on_a_format_without_it_names_the_formats_that_can(cli):
     p = cli("context", V0_TRIAL)
     assert p.returncode == 2 and p.stdout == ""
+    from trajkit.registry import formats_that_can
+
+    can = formats_that_can("context")
+    assert "openhands-sdk" in can and "openhands-v0" not in can
     assert p.stderr.strip() == (f"trajkit: {V0_TRIAL}: read as openhands-v0; openhands-v0 cannot show what the model saw; "
                                 f"formats that can: {', '.join(formats_that_can('context'))}")
     assert "openhands-sdk" in formats_that_can("context")

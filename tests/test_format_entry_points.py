@@ -207,7 +207,8 @@ def test_ls_and_context_dispatch_to_any_format_that_declares_them(tmp_path):
     ]
     p = trajkit(site, "context", EXAMPLE_V0)
     # the built-ins that declare context, then the plugin
-    builtin_can = ", ".join(n for n in BUILTIN_FORMATS if get_format(n).can("context"))
+    builtin_can = ", ".join(f.name for f in sorted((get_format(n) for n in BUILTIN_FORMATS), key=lambda f: -f.priority)
+                            if f.can("context"))  # in detection's order: priority, then table order
     assert p.returncode == 2 and f"formats that can: {builtin_can}, echo" in p.stderr
 
 

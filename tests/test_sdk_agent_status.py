@@ -80,3 +80,22 @@ def test_certify_reads_pre_1_0_state_updates(tmp_path, updates, state):
     cert = certify(str(conv), CertifyOptions(visible=(str(green),), holdout=(str(green),)))
     assert cert.state == state, cert.reason
     assert cert.engine["status"] == (updates[-1]["value"] if updates[-1]["key"] == "agent_status" else updates[-1]["value"]["agent_status"])
+
+
+@pytest.mark.parametrize("status,state", [
+    ("finished", "Succeeded"),
+    ("paused", "AbortedByHuman"),
+    ("stuck", "FailedBudget"),
+    ("running", "FailedUnverifiable"),
+])
+def test_every_pre_1_0_status_in_base_state_decides(tmp_path, status, state):
+    """Issue 10: a base_state.json from before 1.0 gives its status (agent_status), whichever it is."""
+    from trajkit import read
+
+    conv = _pre_1_0(tmp_path / "conv", status)
+    s = read(conv)
+    assert s.metadata["execution_status"] == status and s.outcome.status == status
+    green = junit(tmp_path / "green.xml", {"t": "passed"})
+    cert = certify(str(conv), CertifyOptions(visible=(str(green),), holdout=(str(green),)))
+    assert cert.state == state, cert.reason
+    assert cert.engine["status"] == status

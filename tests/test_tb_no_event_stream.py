@@ -59,8 +59,13 @@ def _run_level(run: Path) -> None:
 
 @pytest.mark.parametrize("failure_mode,state", [
     ("agent_timeout", "FailedBudget"),
+    ("context_length_exceeded", "FailedBudget"),
+    ("output_length_exceeded", "FailedBudget"),
     ("parse_error", "FailedBlocked"),
     ("agent_installation_failed", "FailedBlocked"),
+    ("test_timeout", "FailedBlocked"),
+    ("unknown_agent_error", "FailedBlocked"),
+    ("fatal_llm_parse_error", "FailedBlocked"),
 ])
 def test_certify_reads_the_trials_own_verdict(cli, tmp_path, failure_mode, state):
     trial = _tb_trial(tmp_path / "run", "hello-world", failure_mode)
@@ -71,6 +76,8 @@ def test_certify_reads_the_trials_own_verdict(cli, tmp_path, failure_mode, state
     assert failure_mode in cert["reason"]
     assert cert["run"]["format"] == "openhands-v0" and cert["run"]["events"] == 0 and cert["run"]["steps"] == 0
     assert "unreadable" not in cert["reason"]
+    assert cert["capabilities"]["trajectory"] != "unreadable"  # issue 10: the run is not "unreadable"
+    assert not any("unreadable" in d.get("message", "") for d in cert["diagnostics"] if d.get("code") == "certify.trajectory-incomplete")
 
 
 def test_a_resolved_trial_without_a_record_is_not_succeeded(cli, tmp_path):

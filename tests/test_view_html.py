@@ -418,6 +418,10 @@ def _runs() -> list[Path]:
     runs += [CORPUS / "atif" / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy" / "agent" / "trajectory.json",
              CORPUS / "asf" / "agentsession" / "testdata" / "sessions" / "runs.jsonl",
              REPO / "src" / "trajkit" / "formats" / "fixtures" / "aider" / "webhook" / ".aider.chat.history.md"]
+    fix = REPO / "src" / "trajkit" / "formats" / "fixtures"
+    runs += [Path(f"{fix / 'openhands-eval' / 'v0' / 'output.jsonl'}#basic_gui_mode"),  # one record of a container
+             Path(f"{fix / 'openhands-eval' / 'sdk' / 'output.jsonl'}#0123456789abcdef0123456789abcdef"),
+             fix / "openhands-cloud" / "sdk-conversation.json"]
     return runs
 
 

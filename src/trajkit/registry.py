@@ -71,6 +71,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "atif": "trajkit.formats.atif:FORMAT",
     "asf": "trajkit.formats.asf:FORMAT",
     "aider": "trajkit.formats.aider:FORMAT",
+    "openhands-eval": "trajkit.formats.openhands_eval:FORMAT",
+    "openhands-cloud": "trajkit.formats.openhands_eval:CLOUD_FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

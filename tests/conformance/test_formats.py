@@ -11,6 +11,9 @@ For each example run:
 
 - detection finds the format and the same run root from *any* path inside
   the run (every file and every directory);
+- a container (a format declaring ``members``: one file holding many
+  sessions, such as an evaluation ``output.jsonl``) is checked session by
+  session: every check below runs over each of its members;
 - reading gives steps numbered 1..n (sub-sessions too), a session that
   pickles, and only documented diagnostic codes;
 - ASF export verifies, ATIF export validates with Harbor's ``atif`` package,
@@ -83,6 +86,15 @@ def _undocumented(fmt: registry.Format, session: Session) -> set[str]:
     return used - _documented(fmt)
 
 
+def _sessions(run: Path, **kw) -> list[Session]:
+    """Every session of the run: each member of a container, else the one."""
+    return list(registry.read_all(run, **kw))
+
+
+def _addresses(run: Path) -> list[str]:
+    return registry.members(run)
+
+
 # ----------------------------------------------------------------- detection
 
 def _paths_inside(run: Path) -> list[Path]:
@@ -101,7 +113,7 @@ def test_detected_from_every_path_inside(fmt, run):
     """The run's format, at the run's root, from any path inside it. A format
     may name a file inside the run as its root (a trace file beside its
     sidecars) when reading that root gives the same run."""
-    whole = registry.read(run)
+    whole = [(s.id, len(s.events), len(s.steps)) for s in _sessions(run)]
     wrong = []
     for p in _paths_inside(run):
         det = registry.detect(p)
@@ -110,8 +122,7 @@ def test_detected_from_every_path_inside(fmt, run):
         ok = name == fmt.name and not det.ambiguous and root is not None
         if ok and root != run.resolve():
             inside = run.is_dir() and run.resolve() in root.parents
-            same = inside and (lambda s: (s.id, len(s.events), len(s.steps)))(registry.read(root)) == (
-                whole.id, len(whole.events), len(whole.steps))
+            same = inside and [(s.id, len(s.events), len(s.steps)) for s in _sessions(root)] == whole
             ok = inside and same
         if not ok:
             wrong.append(f"{p.relative_to(run.parent)}: {name} at {root}{' (ambiguous)' if det.ambiguous else ''}")
@@ -134,40 +145,41 @@ def _check_session(fmt: registry.Format, session: Session) -> None:
 
 @pytest.mark.parametrize("fmt,run", CASES)
 def test_read_steps_pickle_codes(fmt, run):
-    session = registry.read(run)
-    _check_session(fmt, session)
-    assert session.events, "an example run should hold events"
-    assert session.steps, "an example run should hold steps"
+    for session in _sessions(run):
+        _check_session(fmt, session)
+    assert any(s.events for s in _sessions(run)), "an example run should hold events"
+    assert any(s.steps for s in _sessions(run)), "an example run should hold steps"
 
 
 @pytest.mark.parametrize("fmt,run", CASES)
 def test_asf_verifies_and_every_event_is_accounted_for(fmt, run, tmp_path):
-    session = registry.read(run)
-    res = convert(session, "asf", tmp_path)
-    assert res.outputs
-    assert res.problems == [], res.problems  # verify errors, round-trip differences, unaccounted events/files
-    assert res.report["unaccounted"] == []
-    placed = {(r["session"], repr(r["event_id"])) for r in res.report["events"]}
-    for s in session.walk():
-        for e in s.events:
-            assert (s.id, repr(e.id)) in placed, f"event {e.id!r} of {s.id} not in the loss report"
+    for k, session in enumerate(_sessions(run)):
+        res = convert(session, "asf", tmp_path / str(k))
+        assert res.outputs
+        assert res.problems == [], res.problems  # verify errors, round-trip differences, unaccounted events/files
+        assert res.report["unaccounted"] == []
+        placed = {(r["session"], repr(r["event_id"])) for r in res.report["events"]}
+        for s in session.walk():
+            for e in s.events:
+                assert (s.id, repr(e.id)) in placed, f"event {e.id!r} of {s.id} not in the loss report"
 
 
 @pytest.mark.parametrize("fmt,run", CASES)
 def test_atif_validates(fmt, run, tmp_path):
     atif = pytest.importorskip("atif", reason="the atif extra validates ATIF")
-    session = registry.read(run)
-    res = convert(session, "atif", tmp_path)
-    assert res.outputs and res.problems == [], res.problems
-    for p in res.outputs:
-        atif.Trajectory.model_validate(json.loads(p.read_text(encoding="utf-8")))
+    for k, session in enumerate(_sessions(run)):
+        res = convert(session, "atif", tmp_path / str(k))
+        assert res.outputs and res.problems == [], res.problems
+        for p in res.outputs:
+            atif.Trajectory.model_validate(json.loads(p.read_text(encoding="utf-8")))
 
 
 @pytest.mark.parametrize("fmt,run", CASES)
 def test_certify_returns_a_state(fmt, run):
-    cert = certify(run)
-    assert cert.state in TERMINAL_STATES
-    assert (cert.run or {}).get("format") == fmt.name
+    for address in _addresses(run):
+        cert = certify(address)
+        assert cert.state in TERMINAL_STATES
+        assert (cert.run or {}).get("format") == fmt.name
 
 
 # ------------------------------------------------------------ seeded damage
@@ -238,10 +250,10 @@ def test_seeded_damage_never_raises(fmt, run, tmp_path):
             target.chmod(0o644)
             target.write_bytes(data)
             try:
-                session = registry.read(copy / run.name, format=fmt.name, options=ReadOptions())
-                _check_session(fmt, session)
-                res = convert(session, "asf", copy / "asf-out")
-                assert res.report is not None
+                for k, session in enumerate(_sessions(copy / run.name, format=fmt.name, options=ReadOptions())):
+                    _check_session(fmt, session)
+                    res = convert(session, "asf", copy / f"asf-out-{k}")
+                    assert res.report is not None
             except Exception as e:  # noqa: BLE001 - any exception is the failure being tested
                 failures.append(f"{rel} {name}: {type(e).__name__}: {e}")
             shutil.rmtree(copy, ignore_errors=True)
@@ -256,10 +268,10 @@ def test_renders_as_a_page(fmt, run):
     from trajkit.view.html import page_data, render
     from trajkit.view.transcript import transcript
 
-    session = registry.read(run)
-    tree = transcript(session)
-    items = page_data(tree, None, None, 1000)["items"]
-    assert sum(1 for it in items if it["k"] == "s") == len(session.steps)
-    page = render(tree)
-    assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
-    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page), "the page must not load anything from elsewhere"
+    for session in _sessions(run):
+        tree = transcript(session)
+        items = page_data(tree, None, None, 1000)["items"]
+        assert sum(1 for it in items if it["k"] == "s") == len(session.steps)
+        page = render(tree)
+        assert page.startswith("<!DOCTYPE html>") or page.lower().startswith("<!doctype html>")
+        assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page), "the page must not load anything from elsewhere"

@@ -60,7 +60,8 @@ def load_manifest_row(path: str | Path, key: str | None = None, session: Session
 
     With several rows, ``key`` (a traj_id, trial_name, task name or
     source_relpath) picks one; without it, the row whose ``trial_name`` or
-    ``source_relpath`` ends in the session's trial directory name.
+    ``source_relpath`` ends in the session's trial directory name (or, for a
+    session inside a container file, that names its instance).
     """
     rows = load_manifest_rows(path)
     if len(rows) == 1 and key is None:
@@ -68,6 +69,10 @@ def load_manifest_row(path: str | Path, key: str | None = None, session: Session
     if key is None and session is not None:
         trial = Path(session.metadata.get("trial_root") or session.source_path).name
         key = trial
+        # a session inside a container file (an evaluation output.jsonl#<instance>): its instance names the row
+        for alt in (session.run.instance_id, session.id):
+            if isinstance(alt, str) and not any(_matches(r, key) for r in rows) and any(_matches(r, alt) for r in rows):
+                key = alt
     if key is None:
         raise TrajkitError(f"{path}: {len(rows)} rows; name one with --ctb-id")
     found = [r for r in rows if _matches(r, key)]

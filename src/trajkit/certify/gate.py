@@ -350,6 +350,44 @@ def parse_harbor_result(doc: Any, source: str = "") -> ResultSet:
     return rs
 
 
+def parse_openhands_test_result(doc: Any, source: str = "") -> ResultSet:
+    """Checks from an OpenHands evaluation record's grading: ``test_result``
+    (``report.resolved`` as SWE-bench's evaluation writes it, per-test
+    ``tests_status`` when the report carries them, else ``resolved`` at the
+    top of ``test_result``) and the standardized record's own ``resolved``.
+    ``doc`` is ``{"test_result": {...}, "resolved"?: bool}``."""
+    rs = ResultSet(source, "eval-test-result")
+    tr = doc.get("test_result") if isinstance(doc, dict) else None
+    tr = tr if isinstance(tr, dict) else {}
+    report = tr.get("report")
+    report = report if isinstance(report, dict) else {}
+    ts = report.get("tests_status")
+    if isinstance(ts, dict):
+        for group in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+            g = ts.get(group)
+            if not isinstance(g, dict):
+                continue
+            for outcome, passed in (("success", True), ("failure", False)):
+                for name in g.get(outcome) or () if isinstance(g.get(outcome), list) else ():
+                    rs.checks.append(Check(f"{group}::{name}", passed, PASSED if passed else FAILED))
+    resolved = report.get("resolved") if "resolved" in report else tr.get("resolved")
+    if not isinstance(resolved, bool) and isinstance(doc, dict) and isinstance(doc.get("resolved"), bool):
+        resolved = doc["resolved"]
+    for flag in ("empty_generation", "failed_apply_patch", "error_eval", "test_timeout"):
+        if report.get(flag) is True:
+            rs.notes.append(f"report.{flag} is true")
+    if not isinstance(resolved, bool):
+        if not rs.checks:
+            rs.notes.append("test_result holds no report.resolved: the instance was not graded")
+        return rs
+    if not rs.checks:
+        rs.checks.append(Check("resolved", resolved, PASSED if resolved else FAILED))
+    elif resolved != all(c.passed for c in rs.checks):
+        rs.notes.append(f"resolved={resolved} disagrees with tests_status; both kept")
+        rs.checks.append(Check("resolved", resolved, PASSED if resolved else FAILED))
+    return rs
+
+
 def parse_plain_checks(doc: Any, source: str = "") -> ResultSet:
     """Checks from a JSON list of ``{id, passed}`` (the holdout-gate input shape)."""
     rs = ResultSet(source, "checks")

@@ -26,8 +26,9 @@ from .diff import DiffResult, git_diff, is_git_workspace, read_patch_file, rebui
 from .diffrules import scan_diff
 from .engine import engine_outcome
 from .findings import Finding, merge_findings
+from ..vocab.trials import EVAL_TEST_RESULT
 from .gate import (ResultSet, decide, load_holdout_manifest, load_results, merge, parse_harbor_result, parse_harbor_verifier_dir,
-                   parse_swebench_report, parse_tb_results)
+                   parse_openhands_test_result, parse_swebench_report, parse_tb_results)
 from .states import CRITICAL, FAILED_UNVERIFIABLE, HIGH, EngineOutcome, downgrade_for, project
 
 #: Reader diagnostics that mean part of the trajectory could not be read.
@@ -109,6 +110,12 @@ def _harness_holdout(session: Session) -> ResultSet | None:
         rs = parse_swebench_report(sb.data, f"{sb.path or 'report.json'} (SWE-bench, beside the run)")
         rs.notes.append("harness verdict used as the holdout set")
         return rs
+    oh = run.result(EVAL_TEST_RESULT)
+    if oh:
+        rs = parse_openhands_test_result(oh.data, f"{oh.path}: test_result (the evaluation record's grading)")
+        if rs.checks:
+            rs.notes.append("harness verdict used as the holdout set")
+            return rs
     return None
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CHECK_FAILED, EXIT_OK, LiveProgress, echo_json, fail, format_option, out_console, size_option
+from ._common import (EXIT_CHECK_FAILED, EXIT_OK, LiveProgress, echo_json, fail, format_option, member_option, out_console,
+                      session_addresses, size_option)
 
 _STATE_STYLE = {
     "Succeeded": "bold green",
@@ -87,10 +88,17 @@ def _print_certificate(cert) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the certificate JSON to stdout.")
 @click.option("--strict", is_flag=True, help="Exit 1 unless the run is certified Succeeded.")
 @format_option
+@member_option
 @size_option
 def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protect, no_default_protect, before, snapshot_out, criteria,
-                patch, agent_workspace, history, allow_skipped, no_harness_gate, out_file, asf_file, as_json, strict, format_name, max_file_bytes):
+                patch, agent_workspace, history, allow_skipped, no_harness_gate, out_file, asf_file, as_json, strict, format_name, member,
+                max_file_bytes):
     """Certify the run at RUN: one terminal state, with its reason and evidence.
+
+    RUN may be a file holding many sessions (an evaluation output.jsonl):
+    each is certified in turn (--json: {"path", "certificates": [...]};
+    --out: that document; --strict: exit 1 unless every one Succeeded);
+    name one as RUN#ID or with --member ID.
 
     Exit 0 when a certificate was produced (whatever its state; --strict: exit
     1 unless Succeeded), 2 when certification could not run (bad usage, a
@@ -123,7 +131,11 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
             sys.exit(EXIT_OK)
     if run is None:
         fail("missing RUN (a run trajkit reads), unless --snapshot is given")
-    if not os.path.exists(run):
+    from ..registry import split_member
+
+    if member is not None:
+        run = f"{run}#{member}"
+    if not os.path.exists(split_member(run)[0]):
         fail(f"{run}: no such file or directory")
     crit = None
     if criteria:
@@ -154,6 +166,9 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
         format=format_name, agent_workspace=agent_workspace, history_forbidden=history == "forbidden",
         allow_skipped=allow_skipped, harness_gate=not no_harness_gate, max_file_bytes=max_file_bytes,
     )
+    addresses = session_addresses(run, format_name, max_file_bytes)
+    if len(addresses) > 1:
+        _certify_many(run, addresses, opts, out_file, asf_file, as_json, strict)
     cert = certify(run, opts)
     if out_file:
         try:
@@ -174,6 +189,42 @@ def certify_cmd(run, workspace, base, visible, holdout, holdout_manifest, protec
     if strict and not cert.succeeded:
         sys.exit(EXIT_CHECK_FAILED)
     sys.exit(EXIT_OK)
+
+
+def _certify_many(run: str, addresses: list[str], opts, out_file, asf_file, as_json: bool, strict: bool) -> None:
+    """Certify every session of a file holding many, one certificate each; exits."""
+    from ..certify import certify
+    from ..jsonio import dumps
+
+    if asf_file:
+        fail(f"{run} holds {len(addresses)} sessions; --asf appends one certificate: name one as RUN#ID or with --member ID")
+    certs = []
+    with LiveProgress() as bar:
+        bar.start(len(addresses), "certifying")
+        for i, address in enumerate(addresses):
+            certs.append(certify(address, opts))
+            bar.update(i + 1, len(addresses), "certifying")
+    doc = {"path": run, "certificates": [c.to_dict() for c in certs]}
+    if out_file:
+        from ..atomic import OutputError, write_atomic
+
+        try:
+            write_atomic(out_file, dumps(doc, indent=True) + b"\n")
+        except OutputError as e:
+            fail(str(e))
+    if as_json:
+        echo_json(doc)
+    else:
+        for address, cert in zip(addresses, certs):
+            click.echo(f"== {address}")
+            _print_certificate(cert)
+        states: dict[str, int] = {}
+        for c in certs:
+            states[c.state] = states.get(c.state, 0) + 1
+        click.echo(f"{len(certs)} sessions: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())), err=True)
+        if out_file:
+            click.echo(f"certificates written to {out_file}")
+    sys.exit(EXIT_CHECK_FAILED if strict and not all(c.succeeded for c in certs) else EXIT_OK)
 
 
 @click.command("fcr")

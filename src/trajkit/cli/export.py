@@ -3,6 +3,7 @@ report) and ``trajkit verify`` (check an ASF session file)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from ._common import (
     fail,
     format_option,
     load_session,
+    member_option,
     redaction_options,
     warn_secrets,
 )
@@ -154,8 +156,26 @@ def echo_text(obj) -> str:
     return dumps(obj, indent=True).decode()
 
 
+def _container_members(src: str, format_name: str | None, max_file_bytes: int) -> list[Path] | None:
+    """The sessions of ``src`` when it is a file holding several (an
+    evaluation output.jsonl; ``FILE#ID`` names one), else None."""
+    from ..model import ReadOptions, TrajkitError
+    from ..registry import members, split_member
+
+    if "#" not in src and Path(src).is_dir():
+        return None
+    try:
+        addresses = members(src, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
+    except TrajkitError:
+        return None  # the single-run path says what is wrong
+    if len(addresses) == 1 and split_member(addresses[0])[1] is None:
+        return None
+    return [Path(a) for a in addresses]
+
+
 @click.command("convert")
-@click.argument("src", type=click.Path(exists=True))
+@click.argument("src", type=click.Path(exists=False))
+@member_option
 @click.option("--to", "target", type=click.Choice(["asf", "atif"]), required=True, help="Output format.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Directory to write into (created).")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None, help="Write the loss report (JSON) here.")
@@ -165,7 +185,7 @@ def echo_text(obj) -> str:
 @click.option("--max-file-bytes", type=int, default=1 << 30, show_default=True, help="Files larger than this are reported, not read.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary (outputs, counts, checks) on stdout.")
 def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, redact_home, no_passthrough, format_name,
-                max_file_bytes, as_json):
+                max_file_bytes, as_json, member):
     """Convert the run at SRC to ASF 0.11 sessions or ATIF v1.8 documents.
 
     SRC may also be a directory holding many runs: each is converted into OUT
@@ -188,13 +208,23 @@ def convert_cmd(src, target, out_dir, report_path, redact_secrets, secrets, reda
     from ..export.convert import convert, convert_many
     from ..model import ReadOptions
 
+    from ..registry import split_member
+
+    if member is not None:
+        src = f"{src}#{member}"
+    if not os.path.exists(split_member(src)[0]):
+        fail(f"{src}: no such file or directory")
     kw = dict(passthrough=not no_passthrough, secrets=list(secrets), redact_home=redact_home, redact_secrets=redact_secrets)
     report = Path(report_path) if report_path else None
-    if format_name is None and Path(src).is_dir():
+    container = _container_members(src, format_name, max_file_bytes) if "#" not in src else None
+    if container is not None or (format_name is None and Path(src).is_dir()):
         with LiveProgress() as bar:
             bar.status(f"finding runs under {src}")
             skipped: list[dict[str, str]] = []
-            runs = [r.path for r in discover([src], on_skip=lambda p, why: skipped.append({"path": str(p), "reason": why}))]
+            if container is not None:  # a file holding many sessions: each member is a run
+                runs = container
+            else:
+                runs = [r.path for r in discover([src], on_skip=lambda p, why: skipped.append({"path": str(p), "reason": why}))]
             if len(runs) != 1 or runs[0] != Path(src):
                 # A directory holding many runs: convert each, one combined report.
                 if not runs:

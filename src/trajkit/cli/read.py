@@ -373,7 +373,9 @@ def context_cmd(conv: str, at: str | None, recursive: bool, as_json: bool, width
     from ..model import DetectionError
     from ..registry import cannot, formats_that_can, get_format, read, root_for
 
-    if not os.path.exists(conv):
+    from ..registry import split_member
+
+    if not os.path.exists(split_member(conv)[0]):
         fail(f"{conv}: no such file or directory")
     try:
         root = root_for(conv, format_name) if format_name else conv  # a path inside the run finds its root

@@ -71,7 +71,7 @@ def _outcome_word(session, cert) -> tuple[str, int]:
 
 
 @click.command("view")
-@click.argument("run", type=click.Path(exists=True))
+@click.argument("run", type=click.Path(exists=False))
 @click.option("--out", "out", type=click.Path(), default=None,
               help="The page to write (a directory when RUN is a directory of runs). Default with --open: a temporary file.")
 @click.option("--open", "open_", is_flag=True, help="Open the page in the default browser.")
@@ -94,12 +94,17 @@ def view_cmd(run, out, open_, do_certify, certificate, ctb_row, ctb_id, view, pa
     of a directory could not be read (they are listed as such), 2 when nothing
     could be written.
     """
-    from ..registry import detect
+    from ..registry import detect, list_members, split_member
 
+    if not os.path.exists(split_member(run)[0]):
+        fail(f"{run}: no such file or directory")
     det = detect(run)
     is_run = det.format is not None or os.path.isfile(run) or format_name
     if os.path.isdir(run) and det.format is not None and det.match is not None and Path(det.match.root).resolve() != Path(run).resolve():
         is_run = True  # a path inside one run
+    if (det.format is not None and det.member is None and det.match is not None and not format_name
+            and len(list_members(det.format, Path(det.match.root), ReadOptions(max_file_bytes=max_file_bytes))) > 1):
+        is_run = False  # a file holding many sessions: one page each, and an index
     if not is_run:
         if certificate or ctb_row:
             fail("--certificate and --ctb-row name one run; RUN is a directory of runs")

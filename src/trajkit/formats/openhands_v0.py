@@ -64,6 +64,10 @@ FLAT = "flat_export"
 EVENTS = "events"
 CACHE = "event_cache"
 VIEWS = (FLAT, EVENTS, CACHE)
+#: Where events come as a list held in another record (an evaluation output, a Cloud export).
+HISTORY = "history"
+#: Views whose ids have gaps by design (filtered lists).
+_GAPPY_VIEWS = (FLAT, HISTORY)
 
 _EVENT_FILE = re.compile(r"^(\d+)\.json$")
 _SHARD_FILE = re.compile(r"^(\d+)-(\d+)\.json$")
@@ -694,7 +698,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     """Read a V0 trial directory, session directory or flat export file."""
     session = _read(root, options)
     _run_facts(session)
-    session.outcome = _outcome(session)
+    session.outcome = stream_outcome(session)
     return session
 
 
@@ -769,14 +773,24 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
     elif view is None:
         session.diag("v0.no-events", "no view holds any events", ERROR if not present else WARNING, file=str(root))
     session.id = _session_id(lay, view_path)
+    from_events(session, events, view, opts.steps)
+    return session
+
+
+def from_events(session: Session, events: list[Event], view: str | None, steps: bool = True) -> None:
+    """Fill ``session`` from V0 events of any source (a trial's view, an
+    evaluation output's ``history``, a Cloud export's ``events``; each made
+    with :func:`to_event`): usage per response from the running totals, id
+    checks, the task, model facts and the steps (one per action an
+    observation names as its ``cause``). ``view`` names where the events came
+    from; ids may have gaps in the flat export and in a ``history``."""
     session.events = events
     attribute_usage(session.events)
     _check_ids(session, view)
     _task_text(session)
     _model_facts(session)
-    if opts.steps:
+    if steps:
         session.steps = build_steps(session)
-    return session
 
 
 def _read_metadata(lay: Layout, session: Session, opts: ReadOptions) -> None:
@@ -816,7 +830,7 @@ def _check_ids(session: Session, view: str | None) -> None:
             session.diag("v0.duplicate-id", f"event id {e.id} appears more than once; the first is used for pairing", WARNING,
                          file=e.ref.path if e.ref else file, event_id=e.id)
         seen.add(e.id)
-        if view != FLAT and prev is not None and e.id > prev + 1:
+        if view not in _GAPPY_VIEWS and prev is not None and e.id > prev + 1:
             session.diag("v0.id-gap", f"ids jump from {prev} to {e.id} ({e.id - prev - 1} missing)", WARNING,
                          file=e.ref.path if e.ref else file, event_id=e.id)
         if prev is not None and e.id < prev:
@@ -900,7 +914,7 @@ def _run_facts(session: Session) -> None:
     run.verifier_dir = find_verifier_dir(session.source_path)
 
 
-def _outcome(session: Session) -> Outcome:
+def stream_outcome(session: Session) -> Outcome:
     """The end signal: the finish action, the last ``agent_state_changed``
     state and its reason, error observations, and the trial's terminal-bench
     ``results.json`` (``failure_mode``) or harbor ``result.json``

@@ -2,7 +2,8 @@
 and JSON Lines loading with located diagnostics.
 
 Everything a reader takes from disk goes through :func:`read_capped` (the
-whole file) or :func:`head` (its first bytes), so the rules hold for every
+whole file), :func:`read_range` (one record of a file holding many) or
+:func:`head` (its first bytes), so the rules hold for every
 format at once:
 
 - only regular files are read. The file is opened non-blocking and checked
@@ -112,6 +113,29 @@ def read_capped(path: str, cap: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | N
                 return None, Refusal(TOO_LARGE, total, "")
             data = b"".join(chunks)
         return data, None
+    except OSError as e:
+        return None, Refusal(UNREADABLE, None, e.strerror or str(e))
+    finally:
+        os.close(fd)
+
+
+def read_range(path: str, offset: int, length: int, cap: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | None, Refusal | None]:
+    """``length`` bytes of the regular file ``path`` from ``offset`` (fewer
+    at its end), or None and why not: one record of a file holding many
+    (a line of an evaluation ``output.jsonl``), without reading the rest.
+    The same rules as :func:`read_capped`: regular files only, never
+    blocks, a range over ``cap`` is refused unread."""
+    if length > cap:
+        return None, Refusal(TOO_LARGE, length, "")
+    try:
+        fd = os.open(path, _O_FLAGS)
+    except OSError as e:
+        return None, Refusal(UNREADABLE, None, e.strerror or str(e))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None, Refusal(UNREADABLE, None, f"{_kind(st.st_mode)}, not a regular file; not read")
+        return os.pread(fd, length, offset), None
     except OSError as e:
         return None, Refusal(UNREADABLE, None, e.strerror or str(e))
     finally:

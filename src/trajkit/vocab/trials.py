@@ -18,6 +18,9 @@ from ..model import Outcome, TrialResult
 
 TERMINAL_BENCH = "terminal-bench"
 HARBOR = "harbor"
+#: An evaluation record's own grading (OpenHands ``output.jsonl`` ``test_result``:
+#: SWE-bench's ``report.resolved`` / ``tests_status``), as ``{"test_result", "resolved"?}``.
+EVAL_TEST_RESULT = "eval-test-result"
 
 #: Members that make a dict a terminal-bench ``results.json`` / a harbor ``result.json``.
 TB_KEYS = ("failure_mode", "is_resolved", "parser_results")

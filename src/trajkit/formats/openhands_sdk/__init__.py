@@ -13,15 +13,17 @@ from pathlib import Path
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Format, Match, Reject
 from ...vocab.openhands import SDK_TOOLS
-from .layout import EVENT_NAME, conversation_dir, find_sessions, is_conversation_dir
+from .layout import CLOUD_EVENT_NAME, EVENT_NAME, conversation_dir, find_sessions, is_bare_event_dir, is_conversation_dir
 from .reader import FORMAT_NAME, read
 
 
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     """Claim ``candidate`` when it is (or is inside) an SDK conversation."""
-    if fingerprint == "event-*.json":
+    if fingerprint == "event-*.json" and not probe.is_dir(candidate):
         if not EVENT_NAME.match(candidate.name) and not candidate.name.startswith("event-"):
             return Reject(f"{candidate.name} is not named event-<index>-<id>.json")
+    if fingerprint == "event_*.json" and not probe.is_dir(candidate) and not CLOUD_EVENT_NAME.match(candidate.name):
+        return Reject(f"{candidate.name} is not named event_<index>_<id>.json")
     root = conversation_dir(candidate, probe)
     if root is None:
         return Reject("not a conversation directory: no base_state.json, no events/event-*.json, no agent-server meta.json")
@@ -32,6 +34,8 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         return Match(root, fingerprint, STRONG, "base_state.json" + (" and events/" if has_events else ""))
     if has_events:
         return Match(root, fingerprint, STRONG, "events/event-<index>-<id>.json files")
+    if is_bare_event_dir(root, probe):
+        return Match(root, fingerprint, STRONG, "SDK event files directly in the folder (no events/ parent, no base_state.json)")
     return Match(root, fingerprint, WEAK, "agent-server meta.json without base_state.json")
 
 
@@ -55,8 +59,9 @@ def rebuild_context(session_or_path, at=None):
 
 FORMAT = Format(
     name=FORMAT_NAME,
-    description="OpenHands software-agent-sdk (V1) conversation directory: base_state.json + events/event-<idx>-<id>.json",
-    fingerprints=("base_state.json", "events/event-*.json", "meta.json", "event-*.json"),
+    description="OpenHands software-agent-sdk (V1) conversation directory: base_state.json + events/event-<idx>-<id>.json, "
+    "or a bare folder of event files",
+    fingerprints=("base_state.json", "events/event-*.json", "meta.json", "event-*.json", "event_*.json"),
     priority=50,
     sniff=sniff,
     read=read,

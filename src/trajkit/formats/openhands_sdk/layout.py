@@ -21,6 +21,9 @@ from ...reading.probe import Probe
 #: The SDK's reader regex since 1.30 (5 or more index digits; the id part as
 #: the SDK accepts it). A name that does not match is skipped with a warning.
 EVENT_NAME = re.compile(r"^event-(\d{5,})-([0-9a-fA-F\-]{8,})\.json$")
+#: The names OpenHands Cloud's trajectory download gives event files
+#: (``event_000045_<id>.json``: underscores, 6 digits), met in a bare folder.
+CLOUD_EVENT_NAME = re.compile(r"^event_(\d{5,})_([0-9a-fA-F\-]{8,})\.json$")
 
 STATE_FILE = "base_state.json"
 META_FILE = "meta.json"
@@ -94,6 +97,25 @@ def _looks_like_meta(path: str, probe: Probe) -> bool:
     return isinstance(value, dict) and ("conversation_id" in value or ("initial_message" in value and "id" in value))
 
 
+def is_bare_event_dir(path: str | os.PathLike, probe: Probe | None = None) -> bool:
+    """Whether ``path`` is a *bare* folder of SDK event files: event files
+    (``event-<idx>-<id>.json``, or Cloud's ``event_<idx>_<id>.json``) directly
+    in it, with no ``events/`` parent and no ``base_state.json`` (a Cloud
+    trajectory download unpacked, or events copied out of a conversation)."""
+    probe = probe if probe is not None else Probe()
+    p = os.fspath(path)
+    names = probe.listdir(p)
+    if not names or STATE_FILE in names or EVENTS_DIR in names:
+        return False
+    return any((n.startswith("event-") and EVENT_NAME.match(n)) or (n.startswith("event_") and CLOUD_EVENT_NAME.match(n))
+               for n in names) and probe.is_dir(p)
+
+
+def is_bare_event_name(name: str) -> bool:
+    """Whether ``name`` is an event file name a bare folder holds."""
+    return EVENT_NAME.match(name) is not None or CLOUD_EVENT_NAME.match(name) is not None
+
+
 def conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> Path | None:
     """The conversation directory ``path`` names: itself, the directory of its
     ``base_state.json`` or ``meta.json``, the conversation of an event file or
@@ -105,6 +127,8 @@ def conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> Pat
         return d
     if d.name in (EVENTS_DIR, OBSERVATIONS_DIR, SUBAGENTS_DIR) and is_conversation_dir(d.parent, probe):
         return d.parent
+    if is_bare_event_dir(d, probe):
+        return d
     return None
 
 
@@ -142,7 +166,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
             diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", WARNING, file=str(d)))
             return
         seen.add(key)
-        if is_conversation_dir(d):
+        if is_conversation_dir(d) or is_bare_event_dir(d):
             found.append(d)
             return
         if depth >= MAX_WALK_DEPTH:
@@ -167,14 +191,16 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     return found
 
 
-def scan_events(events_dir: str) -> EventScan:
+def scan_events(events_dir: str, bare: bool = False) -> EventScan:
     """List ``events/`` and decide, as the SDK does, which files are read.
 
     Dot-files are the SDK's sidecars (lock, length marker) and are ignored. A
     name that does not match :data:`EVENT_NAME` is ``bad-name``. Indices are
     read from 0 up to the first missing one; files past it are ``gap``; a
     second file for an index is ``duplicate`` (the first name in sort order
-    is kept).
+    is kept). ``bare``: ``events_dir`` is a bare folder (:func:`is_bare_event_dir`):
+    only its event files are looked at, under either name form; its other
+    entries are the conversation directory's to account for.
     """
     scan = EventScan()
     try:
@@ -189,6 +215,10 @@ def scan_events(events_dir: str) -> EventScan:
     by_index: dict[int, EventFile] = {}
     base = events_dir + os.sep
     match = EVENT_NAME.match
+    if bare:
+        names = [n for n in names if is_bare_event_name(n)]
+        cloud = CLOUD_EVENT_NAME.match
+        match = lambda n: EVENT_NAME.match(n) or cloud(n)  # noqa: E731
     for name in names:
         path = base + name
         if name[0] == ".":

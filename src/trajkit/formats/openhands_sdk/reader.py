@@ -15,7 +15,7 @@ import os
 from datetime import datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, NamedTuple
 
 import orjson
 
@@ -526,7 +526,8 @@ def meta_facts(meta: dict) -> dict[str, Any]:
         "forked_from_conversation_id": g("forked_from_conversation_id"),
         "forked_from_event_id": g("forked_from_event_id"),
         "accumulated_cost": metrics.get("accumulated_cost") if metrics else None,
-        "model": ((g("agent") or {}).get("llm") or {}).get("model") if isinstance(g("agent"), dict) else None,
+        "model": ((g("agent") or {}).get("llm") or {}).get("model") if isinstance(g("agent"), dict) else (
+            g("llm_model") if isinstance(g("llm_model"), str) else None),  # Cloud's meta.json names the model so
     }
 
 
@@ -608,12 +609,16 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     meta_raw: Any = jsonio.MISSING
     child_dirs: list[Path] = []
     have_events_dir = False
+    # a bare folder: event files right here, no events/ and no base_state.json
+    bare = layout.is_bare_event_dir(root_s)
     for e in entries:
         name, path = e.name, e.path
         try:
             is_dir = e.is_dir()
         except OSError:
             is_dir = False
+        if bare and not is_dir and layout.is_bare_event_name(name):
+            continue  # an event file: scan_events accounts for it
         if name == layout.STATE_FILE and not is_dir:
             state_raw, d, size = _load_json(path, cap)
             sf = SourceFile(path, "state", "read", size)
@@ -680,12 +685,153 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             s.diag("sdk.unexpected-entry", f"{'directory' if is_dir else 'file'} not part of the SDK layout; left alone", INFO, file=path)
 
     state = StateView(state_raw if isinstance(state_raw, dict) else {})
-    if state_raw is jsonio.MISSING and not any(f.role == "state" for f in s.files):
+    if bare:
+        s.diag("sdk.bare-events", "event files directly in this folder (no events/ parent, no base_state.json): read as the "
+               "conversation's events; state facts (status, leaf, usage) are unknown", INFO, file=root_s)
+    elif state_raw is jsonio.MISSING and not any(f.role == "state" for f in s.files):
         s.diag("sdk.state-missing", "no base_state.json; state facts (model, status, leaf) are unknown", WARNING, file=os.path.join(root_s, layout.STATE_FILE))
 
+    # --- events
+    events_dir = root_s if bare else os.path.join(root_s, layout.EVENTS_DIR)
+    if bare:
+        scan = layout.scan_events(events_dir, bare=True)
+    else:
+        scan = layout.scan_events(events_dir) if have_events_dir else layout.EventScan()
+    if not have_events_dir and not bare:
+        s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
+    s.diagnostics.extend(scan.diagnostics)
+    conv = ingest_events(s, _DirectoryEvents(scan, cap, "" if bare else layout.EVENTS_DIR + "/"), state, state_raw, meta_raw, options, tz, lazy,
+                         state_file=os.path.join(root_s, layout.STATE_FILE), fallback_id=root.name)
+
+    # --- children
+    if child_dirs:
+        try:
+            visiting = visiting | {os.path.realpath(root)}
+        except OSError:
+            visiting = visiting | {str(root)}
+    for cd in child_dirs:
+        if depth + 1 > MAX_CHILD_DEPTH:
+            s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=str(cd))
+            break
+        try:
+            creal = os.path.realpath(cd)
+        except OSError:
+            creal = str(cd)
+        if creal in visiting:
+            s.diag("sdk.symlink-loop", "sub-agent directory leads back to a conversation being read (symlink loop); not read", WARNING, file=str(cd))
+            continue
+        if not layout.is_conversation_dir(cd):
+            s.files.append(SourceFile(str(cd), "other", "unused", None, note="subagents/ entry that is not a conversation"))
+            s.diag("sdk.child-not-conversation", "subagents/ entry holds no conversation", INFO, file=str(cd))
+            continue
+        child = _read(cd, options, depth + 1, visiting, lazy)
+        child.metadata["parent_id"] = s.id
+        s.children.append(child)
+
+    if options.steps:
+        conv.build_steps(s)
+    return s
+
+
+class _DirectoryEvents:
+    """The events of an ``events/`` directory, as :func:`ingest_events` takes
+    them: each file read and decoded in the SDK's index order, what could not
+    be read said and accounted for as it goes."""
+
+    def __init__(self, scan: layout.EventScan, cap: int, prefix: str = layout.EVENTS_DIR + "/") -> None:
+        self.scan = scan
+        self.cap = cap
+        self.prefix = prefix
+
+    def items(self, s: Session) -> Iterator[tuple[dict, str, int, Any, int, Any]]:
+        """(decoded event, file path, index, the id its name gives, size, ref line) per readable file."""
+        cap = self.cap
+        files_append = s.files.append
+        loads = jsonio.fast_loads
+        read_capped = read_io.read_capped
+        for ef in self.scan.ordered:
+            path = ef.path
+            data, why = read_capped(path, cap)
+            if data is None:
+                code = _READ_CODE[why.code]  # type: ignore[union-attr]
+                size = why.size  # type: ignore[union-attr]
+                files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
+                s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
+                continue
+            try:
+                raw = loads(data)
+                d = None
+            except ValueError:  # not JSON, or suspicious: the careful decode says what
+                raw, d = jsonio.loads(data, path)
+            if type(raw) is not dict:
+                files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))
+                if raw is jsonio.MISSING:
+                    msg = d.message if d is not None else "not JSON"
+                    code = "sdk.event-empty" if d is not None and d.code == "file.empty" else "sdk.event-malformed"
+                    s.diag(code, f"event {ef.index} not read: {msg}", ERROR, file=path, offset=d.offset if d else None)
+                else:
+                    s.diag("sdk.event-not-object", f"event {ef.index} is JSON but not an object ({type(raw).__name__}); not read", ERROR, file=path)
+                continue
+            if d is not None:
+                s.diagnostics.append(d)
+            yield raw, path, ef.index, ef.name_id, len(data), None
+
+    def read(self, s: Session, path: str, size: int, eid: Any) -> None:
+        """Account for one event file read."""
+        s.files.append(SourceFile(path, "event", "read", size, [eid], EVENT))
+
+    def finish(self, s: Session) -> None:
+        """Account for the files of ``events/`` that are not read (sidecars, gaps, bad names, duplicates)."""
+        for ef in self.scan.others:
+            if ef.status == layout.SIDECAR:
+                s.files.append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
+            else:
+                s.files.append(SourceFile(ef.path, "event", "skipped", _stat_size(ef.path), note=ef.status))
+
+    def unreadable(self, seen_ids: dict[Any, int], n_events: int) -> dict[Any, int] | None:
+        """Index per id of the event files the SDK would read but that could not be (for the tree)."""
+        ordered = self.scan.ordered
+        return {f.name_id: f.index for f in ordered if f.name_id not in seen_ids} if n_events != len(ordered) else None
+
+    def task_source(self, ev: Event) -> str:
+        return f"{self.prefix}{os.path.basename(ev.ref.path)}" if ev.ref else "events"
+
+
+class Ingested(NamedTuple):
+    """What :func:`ingest_events` leaves for the steps: each event's place on
+    the tree, and the pairing made while reading (None when ACP tool calls
+    need :func:`~.stepping.build_steps` to pair them itself)."""
+
+    places: list[str]
+    pairing: Any
+
+    def build_steps(self, s: Session) -> None:
+        from .stepping import build_steps
+
+        build_steps(s, self.places, self.pairing)
+
+
+def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, meta_raw: Any, options: ReadOptions, tz: Any,
+                  lazy: bool = True, *, state_file: str | None, fallback_id: str | None, metrics: StateView | None = None,
+                  usage_source: str = "base_state usage_to_metrics") -> Ingested:
+    """Turn decoded SDK events, from any source, into ``s``: the normalized
+    events, the tree and active branch, usage per response, the metadata,
+    the task, and the pairing of actions and answers the steps are built from.
+
+    ``source`` gives the events (``items(s)`` yields ``(decoded event, path,
+    index, the id the file name gives or None, size, ref line or None)`` and
+    accounts for what it could not decode; ``read``, ``finish``,
+    ``unreadable`` and ``task_source`` say where they came from): an
+    ``events/`` directory (:class:`_DirectoryEvents`) or a list held in
+    another record (an evaluation output's ``history``, a Cloud export's
+    ``events``). ``state`` / ``state_raw`` / ``meta_raw``: the conversation's
+    ``base_state.json`` and ``meta.json`` (MISSING when there are none);
+    ``metrics``: where the usage per response comes from when it is not the
+    state's ``stats``.
+    """
     # usage per response, known before the events are (the event loop joins it)
     nums = _Numbers()
-    stats, by_response = read_stats(state, nums)
+    stats, by_response = read_stats(metrics if metrics is not None else state, nums)
     given: set[str] = set()
     usage_on: list[int] = []
     # steps: actions in order, first action of each id, the first answer of
@@ -697,12 +843,6 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     batch_size: dict[str, int] = {}
     acp_seen = False
 
-    # --- events
-    events_dir = os.path.join(root_s, layout.EVENTS_DIR)
-    scan = layout.scan_events(events_dir) if have_events_dir else layout.EventScan()
-    if not have_events_dir:
-        s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
-    s.diagnostics.extend(scan.diagnostics)
     events: list[Event] = []
     kinds: list[Any] = []
     #: what the reader adds to each event's ``extra`` (index, branch, ...), and its decoded JSON
@@ -710,34 +850,8 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     raws: list[dict] = []
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
-    files_append = s.files.append
-    loads = jsonio.fast_loads
-    read_capped = read_io.read_capped
-    for ef in scan.ordered:
-        path = ef.path
-        data, why = read_capped(path, cap)
-        if data is None:
-            code = _READ_CODE[why.code]  # type: ignore[union-attr]
-            size = why.size  # type: ignore[union-attr]
-            files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
-            s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
-            continue
-        try:
-            raw = loads(data)
-            d = None
-        except ValueError:  # not JSON, or suspicious: the careful decode says what
-            raw, d = jsonio.loads(data, path)
-        if type(raw) is not dict:
-            files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))
-            if raw is jsonio.MISSING:
-                msg = d.message if d is not None else "not JSON"
-                code = "sdk.event-empty" if d is not None and d.code == "file.empty" else "sdk.event-malformed"
-                s.diag(code, f"event {ef.index} not read: {msg}", ERROR, file=path, offset=d.offset if d else None)
-            else:
-                s.diag("sdk.event-not-object", f"event {ef.index} is JSON but not an object ({type(raw).__name__}); not read", ERROR, file=path)
-            continue
-        if d is not None:
-            s.diagnostics.append(d)
+    accounted = source.read
+    for raw, path, index, name_id, size, line in source.items(s):
         g = raw.get
         kind = g("kind")
         if type(kind) is not str:
@@ -746,20 +860,26 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         if type(eid) is not str:
             eid = str(eid) if type(eid) is int else None
         if eid is None:
-            eid = ef.name_id
-            s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=path)
-        elif eid != ef.name_id:
-            s.diag("sdk.event-id-mismatch", f"file name says id {ef.name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
+            if name_id is not None:
+                eid = name_id
+                s.diag("sdk.event-no-id", "event has no id; the file name's id is used", WARNING, file=path)
+            else:
+                eid = f"#{index}"
+                s.diag("sdk.event-no-id", f"event {index} has no id; {eid} (its position) is used", WARNING, file=path, line=line)
+        elif name_id is not None and eid != name_id:
+            s.diag("sdk.event-id-mismatch", f"file name says id {name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
+        ref = Ref(path, eid) if line is None else Ref(path, eid, line, line)
         if lazy:
-            added = {"index": ef.index}
-            ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, Ref(path, eid), partial(_derive, tz, added))
+            added = {"index": index}
+            ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, ref, partial(_derive, tz, added))
             pid = g("parent_id")
             ev.parent_id = pid if type(pid) is str else None
         else:
             ev = normalize_raw(raw, path, tz)
-            ev.id = ev.ref.event_id = eid  # type: ignore[union-attr]
+            ev.id = eid
+            ev.ref = ref
             added = ev.extra
-            added["index"] = ef.index
+            added["index"] = index
         typ = kind or "?"
         if kind in _REQUIRED_KNOWN:
             # the two commonest kinds are checked inline; misfit_members says which members are off
@@ -788,7 +908,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             elif by_response and rid in by_response:
                 if rid not in given:
                     ev.usage = dict(by_response[rid])
-                    ev.model_usage = Usage.from_counts(ev.usage, "base_state usage_to_metrics")
+                    ev.model_usage = Usage.from_counts(ev.usage, usage_source)
                     given.add(rid)
                 else:
                     usage_on.append(pos)  # marked once the analyzer's verdicts are in
@@ -821,20 +941,15 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
                     answer_of[target] = pos
         elif kind == "ACPToolCallEvent":
             acp_seen = True
-        files_append(SourceFile(path, "event", "read", len(data), [eid], EVENT))
+        accounted(s, path, size, eid)
         events.append(ev)
         kinds.append(typ)
         extras.append(added)
         raws.append(raw)
-    for ef in scan.others:
-        if ef.status == layout.SIDECAR:
-            files_append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
-        else:
-            files_append(SourceFile(ef.path, "event", "skipped", _stat_size(ef.path), note=ef.status))
+    source.finish(s)
     s.events = events
 
     # --- tree
-    state_file = os.path.join(root_s, layout.STATE_FILE)
     b = tree.branch(
         [e.id for e in events],
         kinds,
@@ -842,7 +957,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         state.get("leaf_event_id"),
         state.get("head_is_empty"),
         file=state_file,
-        unreadable={f.name_id: f.index for f in scan.ordered if f.name_id not in seen_ids} if len(events) != len(scan.ordered) else None,
+        unreadable=source.unreadable(seen_ids, len(events)),
         file_indices=[x["index"] for x in extras],
     )
     s.diagnostics.extend(b.diagnostics)
@@ -891,7 +1006,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         ts = raws[-1].get("timestamp")
         md["updated_at"] = (_localize(ts, tz) if tz is not None else ts) if type(ts) is str else None
 
-    s.id = md.get("conversation_id") or (isinstance(meta_raw, dict) and (meta_raw.get("conversation_id") or meta_raw.get("id"))) or root.name
+    s.id = md.get("conversation_id") or (isinstance(meta_raw, dict) and (meta_raw.get("conversation_id") or meta_raw.get("id"))) or fallback_id
 
     # --- the security analyzer's verdict, on the actions it judged
     # (read from the decoded JSON: what the reader adds to ``extra`` goes in
@@ -914,7 +1029,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     for ev, raw, x in zip(events, raws, extras):
         if ev.type == "MessageEvent" and raw.get("source") == "user" and x["on_active_branch"] and ev.text:
             s.task = ev.text
-            s.task_source = f"{layout.EVENTS_DIR}/{os.path.basename(ev.ref.path)}" if ev.ref else "events"
+            s.task_source = source.task_source(ev)
             break
     if s.task is None and isinstance(meta_raw, dict):
         im = meta_raw.get("initial_message")
@@ -923,36 +1038,9 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             if t:
                 s.task, s.task_source = t, "meta.json initial_message"
 
-    # --- children
-    if child_dirs:
-        try:
-            visiting = visiting | {os.path.realpath(root)}
-        except OSError:
-            visiting = visiting | {str(root)}
-    for cd in child_dirs:
-        if depth + 1 > MAX_CHILD_DEPTH:
-            s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=str(cd))
-            break
-        try:
-            creal = os.path.realpath(cd)
-        except OSError:
-            creal = str(cd)
-        if creal in visiting:
-            s.diag("sdk.symlink-loop", "sub-agent directory leads back to a conversation being read (symlink loop); not read", WARNING, file=str(cd))
-            continue
-        if not layout.is_conversation_dir(cd):
-            s.files.append(SourceFile(str(cd), "other", "unused", None, note="subagents/ entry that is not a conversation"))
-            s.diag("sdk.child-not-conversation", "subagents/ entry holds no conversation", INFO, file=str(cd))
-            continue
-        child = _read(cd, options, depth + 1, visiting, lazy)
-        child.metadata["parent_id"] = s.id
-        s.children.append(child)
+    from .stepping import Pairing
 
-    if options.steps:
-        from .stepping import Pairing, build_steps
-
-        build_steps(s, b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size))
-    return s
+    return Ingested(b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size))
 
 
 def _size(entry: os.DirEntry) -> int | None:
@@ -976,9 +1064,12 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     root_s = os.path.abspath(os.fspath(root))
     diags: list[Diagnostic] = []
     state_raw, d, _ = _load_json(os.path.join(root_s, layout.STATE_FILE), max_file_bytes)
+    bare = layout.is_bare_event_dir(root_s)
     if not isinstance(state_raw, dict):
         if os.path.exists(os.path.join(root_s, layout.STATE_FILE)):
             diags.append(Diagnostic("sdk.state-malformed", "base_state.json is not a readable JSON object", ERROR, file=os.path.join(root_s, layout.STATE_FILE)))
+        elif bare:
+            pass  # a bare folder of event files has no state by design
         else:
             diags.append(Diagnostic("sdk.state-missing", "no base_state.json", WARNING, file=os.path.join(root_s, layout.STATE_FILE)))
         state_raw = {}
@@ -992,7 +1083,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     state = StateView(state_raw)
     facts = state_facts(state)
     stats, _ = read_stats(state, _Numbers())
-    scan = layout.scan_events(os.path.join(root_s, layout.EVENTS_DIR))
+    scan = layout.scan_events(root_s if bare else os.path.join(root_s, layout.EVENTS_DIR), bare=bare)
     diags.extend(scan.diagnostics)
     updated = meta_raw.get("updated_at") if isinstance(meta_raw.get("updated_at"), str) else None
     if updated is None and scan.ordered:
@@ -1013,8 +1104,10 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     model = facts.get("model")
     if model is None and isinstance(meta_raw.get("agent"), dict):
         model = ((meta_raw["agent"].get("llm") or {}) if isinstance(meta_raw["agent"].get("llm"), dict) else {}).get("model")
+    if model is None and isinstance(meta_raw.get("llm_model"), str):
+        model = meta_raw["llm_model"]  # Cloud's meta.json
     return {
-        "id": facts.get("conversation_id") or meta_raw.get("conversation_id") or os.path.basename(root_s),
+        "id": facts.get("conversation_id") or meta_raw.get("conversation_id") or (bare and meta_raw.get("id")) or os.path.basename(root_s),
         "path": root_s,
         "title": meta_raw.get("title") if isinstance(meta_raw.get("title"), str) else None,
         "execution_status": facts.get("execution_status"),
