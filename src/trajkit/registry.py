@@ -68,6 +68,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "claude-code": "trajkit.formats.claude_code:FORMAT",
     "swe-agent": "trajkit.formats.swe_agent:FORMAT",
     "mini-swe-agent": "trajkit.formats.mini_swe_agent:FORMAT",
+    "codex": "trajkit.formats.codex:FORMAT",
+    "gemini-cli": "trajkit.formats.gemini_cli:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.
