@@ -1180,7 +1180,7 @@ def context(session: Session, at: Any = None) -> list[dict[str, Any]]:
             open_rid, assistant = None, None
         elif e.kind == CONDENSATION:
             hist = e.raw.get("payload", {}).get("replacement_history") if isinstance(e.raw, dict) else None
-            keep = [m for m in msgs if m["role"] == "system"]
+            keep = [m for m in msgs if m["role"] in ("system", "developer")]  # the initial context stays
             if isinstance(hist, list):
                 msgs = keep + [m for m in (_item_message(x) for x in hist) if m is not None]
             else:
@@ -1205,7 +1205,7 @@ def _item_message(x: Any) -> dict[str, Any] | None:
     t = x.get("type") or ("message" if "role" in x else None)
     if t == "message":
         role = x.get("role") if x.get("role") in ("user", "assistant", "system", "developer") else "user"
-        return {"role": "system" if role == "developer" else role, "content": _text_of(x.get("content")) or ""}
+        return {"role": role, "content": _text_of(x.get("content")) or ""}
     if t in ("function_call", "custom_tool_call"):
         args = x.get("arguments") if "arguments" in x else orjson.dumps({"input": x.get("input")}).decode()
         return {"role": "assistant", "content": None, "tool_calls": [{"id": x.get("call_id"), "type": "function",
