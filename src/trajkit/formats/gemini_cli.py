@@ -81,7 +81,6 @@ _HEAD = 1 << 16
 NOTICES = frozenset({"info", "warning", "error"})
 #: The start of a user message the CLI injects (context, not the prompt).
 INJECTED_PREFIXES = ("<session_context>", "<environment_context>", "This is the Gemini CLI. We are setting up the context")
-_TERMINAL = frozenset({"success", "error", "cancelled", "canceled"})
 MAX_SUBAGENT_DEPTH = 4
 
 
@@ -422,7 +421,7 @@ class _Builder:
                 e.tool_calls.append(tc)
                 status = c.get("status") if isinstance(c.get("status"), str) else None
                 o = None
-                if c.get("result") is not None or status in _TERMINAL:
+                if c.get("result") is not None:  # no result: a pending step (gemini-cli.md §6)
                     rt, err = result_text(c.get("result"))
                     oid = self.unique(f"{eid}/{cid}", line)
                     cts = c.get("timestamp") if isinstance(c.get("timestamp"), str) else ts
@@ -613,8 +612,8 @@ def _outcome(s: Session) -> Outcome | None:
     ev = [{"file": s.source_path, "event_id": e.id}]
     if e.type == "error":
         return Outcome(False, status="error", signal="error notice after the last user message", external_error=e.text or "error", evidence=ev)
-    cancelled = [o for o in s.events if o.cause == e.id and o.extra.get("status") in ("cancelled", "canceled")]
-    if cancelled:
+    calls = e.raw.get("toolCalls") if isinstance(e.raw, dict) and isinstance(e.raw.get("toolCalls"), list) else []
+    if any(isinstance(c, dict) and c.get("status") in ("cancelled", "canceled") for c in calls):
         return Outcome(False, status="cancelled", signal="a tool call was cancelled", human_abort=True, evidence=ev)
     if e.tool_calls:
         return Outcome(False, status="tool-calls-last", signal="the session ends on tool calls with no reply after them", evidence=ev)
