@@ -356,3 +356,40 @@ def test_cli_verbs(tmp_path):
     copy = tmp_path / "copy.jsonl"
     shutil.copy(CHILD, copy)
     assert len(registry.read(copy, options=ReadOptions()).steps) == 1
+
+
+def console_examples(doc: Path) -> list[tuple[str, list[str]]]:
+    """(command, expected output lines) for every `$ ` line of a page's ```console blocks."""
+    import re
+
+    out: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)```", doc.read_text(), re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                out.append((line[2:], []))
+            elif line.strip() and out:
+                out[-1][1].append(line.rstrip())
+    return out
+
+
+def run_console_examples(doc: Path) -> int:
+    """Run a docs page's console examples in order from the repository root;
+    each must exit 0 and print the lines shown under it."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""), COLUMNS="200")
+    examples = console_examples(doc)
+    for command, expected in examples:
+        p = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)
+        assert p.returncode == 0, f"{command!r} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+        for line in expected:
+            assert line.strip() in p.stdout + p.stderr, f"{command!r}: expected {line!r} in:\n{p.stdout}{p.stderr}"
+    return len(examples)
+
+
+def test_docs_page_examples_run():
+    shutil.rmtree("/tmp/trajkit-codex-asf", ignore_errors=True)
+    shutil.rmtree("/tmp/trajkit-codex-atif", ignore_errors=True)
+    assert run_console_examples(REPO / "docs" / "codex.md") >= 7

@@ -267,3 +267,13 @@ def test_cli_ls_and_verbs(tmp_path):
     run_cli("convert", MAIN, "--to", "asf", "--out", tmp_path / "asf", check=True)
     run_cli("verify", *sorted((tmp_path / "asf").glob("*.jsonl")), check=True)
     assert json.loads(run_cli("certify", MAIN, "--json").stdout)["engine"]["reached_end"] is True
+
+
+def test_docs_page_examples_run():
+    import shutil
+
+    from test_codex import run_console_examples
+
+    shutil.rmtree("/tmp/trajkit-gemini-asf", ignore_errors=True)
+    shutil.rmtree("/tmp/trajkit-gemini-atif", ignore_errors=True)
+    assert run_console_examples(REPO / "docs" / "gemini-cli.md") >= 7

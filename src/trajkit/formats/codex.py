@@ -37,7 +37,7 @@ Diagnostic codes (see ``docs/diagnostics.md``): ``codex.line-not-object``,
 ``codex.arguments-not-json``, ``codex.arguments-missing``,
 ``codex.token-count-repeat``, ``codex.token-count-empty``,
 ``codex.meta-repeated``, ``codex.compressed``, ``codex.subagent-unlinked``,
-``codex.subagent-depth``, plus the JSON Lines codes of
+``codex.subagent-depth``, ``codex.unreadable-dir``, plus the JSON Lines codes of
 :mod:`trajkit.reading.io`.
 """
 

@@ -33,7 +33,7 @@ Diagnostic codes (see ``docs/diagnostics.md``): ``gemini.not-a-session``,
 ``gemini.line-not-object``, ``gemini.unknown-line``, ``gemini.rewind-unknown-id``,
 ``gemini.message-not-object``, ``gemini.unknown-message-type``,
 ``gemini.duplicate-message-id``, ``gemini.duplicate-call-id``,
-``gemini.subagent-unlinked``, plus those of :mod:`trajkit.reading.io`.
+``gemini.subagent-unlinked``, ``gemini.unreadable-dir``, plus those of :mod:`trajkit.reading.io`.
 """
 
 from __future__ import annotations
