@@ -59,6 +59,7 @@ from ..model import (
     MESSAGE,
     OBSERVATION,
     OTHER,
+    PATCH_OP,
     REASONING,
     SHELL_OP,
     STATE,
@@ -239,25 +240,19 @@ def patch_files(text: str) -> list[tuple[str, str]]:
     return [(m.group(1).lower(), m.group(2).strip()) for m in _PATCH_FILE.finditer(text or "")]
 
 
-def _num(d: dict[str, Any], *keys: str) -> int | None:
-    for k in keys:
-        v = d.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return int(v)
-    return None
+def _int(v: Any) -> int | None:
+    return v if type(v) is int else int(v) if isinstance(v, float) and v == v and abs(v) < 1e18 else None
 
 
 def usage_of(counts: dict[str, Any], model: str | None, source: str) -> Usage:
     """A Codex usage object (``input_tokens`` includes the cached ones) as :class:`Usage`."""
-    return Usage(
-        input=_num(counts, "input_tokens"),
-        output=_num(counts, "output_tokens"),
-        cache_read=_num(counts, "cached_input_tokens", "cache_read_input_tokens"),
-        reasoning=_num(counts, "reasoning_output_tokens", "reasoning_tokens"),
-        total=_num(counts, "total_tokens"),
-        source=source,
-        model=model,
-    )
+    g = counts.get
+    cached = g("cached_input_tokens")
+    reasoning = g("reasoning_output_tokens")
+    return Usage(input=_int(g("input_tokens")), output=_int(g("output_tokens")),
+                 cache_read=_int(cached if cached is not None else g("cache_read_input_tokens")),
+                 reasoning=_int(reasoning if reasoning is not None else g("reasoning_tokens")), total=_int(g("total_tokens")),
+                 source=source, model=model)
 
 
 _USAGE_KEYS = ("input_tokens", "cached_input_tokens", "output_tokens", "reasoning_output_tokens", "total_tokens")
@@ -274,7 +269,12 @@ def _diff(total: dict[str, Any], prev: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def _same_totals(a: Any, b: Any) -> bool:
-    return isinstance(a, dict) and isinstance(b, dict) and all(a.get(k) == b.get(k) for k in _USAGE_KEYS)
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    ga, gb = a.get, b.get
+    return (ga("input_tokens") == gb("input_tokens") and ga("output_tokens") == gb("output_tokens")
+            and ga("cached_input_tokens") == gb("cached_input_tokens") and ga("reasoning_output_tokens") == gb("reasoning_output_tokens")
+            and ga("total_tokens") == gb("total_tokens"))
 
 
 # ---------------------------------------------------------------- reading
@@ -307,8 +307,12 @@ class _Reader:
     def diag(self, code: str, msg: str, severity: str = WARNING, **where: Any) -> None:
         self.b.diag(code, msg, severity, file=self.path, **where)
 
-    def event(self, eid: str, kind: str, type_: str, raw: Any, line: int, **kw: Any) -> Event:
-        e = Event(eid, kind, type_, raw, ref=Ref(self.path, eid, line, line), **kw)
+    def event(self, eid: str, kind: str, type_: str, raw: Any, line: int, timestamp: str | None = None, source: str | None = None,
+              role: str | None = None, text: str | None = None, reasoning: str | None = None,
+              extra: dict[str, Any] | None = None) -> Event:
+        # positional: this runs once per line
+        e = Event(eid, kind, type_, raw, source, role, timestamp, text, [], None, None, None, reasoning, None, None,
+                  Ref(self.path, eid, line, line), {} if extra is None else extra)
         self.s.events.append(e)
         return e
 
@@ -377,7 +381,7 @@ class _Reader:
 
     def set_edit(self, out: Event, tc: ToolCall) -> None:
         """The FileEdit an ``apply_patch`` output records."""
-        if tc.op != "patch" or not tc.content:
+        if CODEX_TOOLS.spec(tc.name).op != PATCH_OP or tc.op != PATCH_OP or not tc.content:
             return
         files = patch_files(tc.content)
         text = (out.text or "").lower()
@@ -553,11 +557,15 @@ class _Reader:
                         e.text = p["summary"]
                     self.add_call(e, name, args, p.get("call_id"))
                 elif isinstance(args, str):
-                    value, _ = loads(args)
+                    try:
+                        value = orjson.loads(args)
+                    except orjson.JSONDecodeError:
+                        value, _ = loads(args)  # the careful decode: NaN, big integers, duplicate keys
                     if value is MISSING:
                         self.diag("codex.arguments-not-json", f"the arguments of call {name!r} are not JSON; kept as text", INFO,
                                   line=line, event_id=eid)
-                    self.add_call(e, name, args, p.get("call_id"), lazy=True)
+                        value = args
+                    self.add_call(e, name, value, p.get("call_id"))
                 else:
                     self.add_call(e, name, args, p.get("call_id"))
             elif pt == "custom_tool_call":
@@ -872,6 +880,13 @@ class _Reader:
 
 def render(tc: ToolCall) -> str:
     """A Codex call's step text: a shell command as its command line, anything else as ``name(args)``."""
+    spec = CODEX_TOOLS.spec(tc.name)
+    if spec.op == SHELL_OP and spec.single is not None and isinstance(tc.arguments, dict):
+        cmd = tc.arguments.get(spec.single)
+        if isinstance(cmd, list):
+            cmd = " ".join(map(str, cmd))
+        if isinstance(cmd, str) and cmd:
+            return render_action("command", {"command": cmd}, {"command": "command"})
     if tc.op == SHELL_OP and tc.command:
         return render_action("command", {"command": tc.command}, {"command": "command"})
     args = tc.arguments
@@ -1026,6 +1041,30 @@ def _day_dirs(folder: Path) -> list[Path]:
     return out
 
 
+#: ``path -> (size, mtime_ns, parent thread id)``: which thread each rollout
+#: names as its parent, so that reading every rollout of a busy day folder does
+#: not read every other rollout's head again (a rollout only grows; a change of
+#: size or mtime invalidates the entry).
+_PARENT_OF: dict[str, tuple[int, int, str | None]] = {}
+_PARENT_CACHE_MAX = 100_000
+
+
+def parent_of(path: str, probe: Probe) -> str | None:
+    """The parent thread id the rollout at ``path`` names (None for a main thread), cached."""
+    st = probe.stat(path)
+    if st is None:
+        return None
+    got = _PARENT_OF.get(path)
+    if got is not None and got[0] == st.st_size and got[1] == st.st_mtime_ns:
+        return got[2]
+    meta = first_meta(path, probe)
+    parent = parent_thread_of(meta) if meta is not None else None
+    if len(_PARENT_OF) >= _PARENT_CACHE_MAX:
+        _PARENT_OF.clear()
+    _PARENT_OF[path] = (st.st_size, st.st_mtime_ns, parent)
+    return parent
+
+
 def first_meta(path: str, probe: Probe | None = None) -> dict[str, Any] | None:
     """The ``session_meta`` payload of a rollout's first lines, or None."""
     head = (probe or Probe()).head(path, _HEAD)
@@ -1047,9 +1086,8 @@ def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: i
         for name in sorted(probe.listdir(d) or ()):
             if not name.startswith("rollout-") or not name.endswith(".jsonl") or (d / name) == root:
                 continue
-            meta = first_meta(str(d / name), probe)
-            if meta is not None and parent_thread_of(meta) == s.id:
-                found.append((str(meta.get("timestamp") or name), d / name))
+            if parent_of(str(d / name), probe) == s.id:
+                found.append((name[len("rollout-"):], d / name))  # the name starts with the start time
     if not found:
         return
     spawns = [st for st in s.steps if st.tool_type == "spawn_agent"]
@@ -1085,6 +1123,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
         return [p] if isinstance(sniff(Probe(), p, "*"), Match) else []
     out: dict[str, Path] = {}
     children = 0
+    probe = Probe()
     for dirpath, dirnames, filenames in os.walk(p, onerror=lambda e: diags.append(
             Diagnostic("codex.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
         dirnames.sort()
@@ -1094,8 +1133,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
             fp = Path(dirpath) / name
             stem = name[: -len(".zst")] if name.endswith(".zst") else name
             if name.endswith(".jsonl"):
-                meta = first_meta(str(fp))
-                if meta is not None and parent_thread_of(meta):
+                if parent_of(str(fp), probe):
                     children += 1
                     continue
                 out[stem] = fp  # the plain file wins over its compressed copy
