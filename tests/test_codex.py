@@ -393,3 +393,25 @@ def test_docs_page_examples_run():
     shutil.rmtree("/tmp/trajkit-codex-asf", ignore_errors=True)
     shutil.rmtree("/tmp/trajkit-codex-atif", ignore_errors=True)
     assert run_console_examples(REPO / "docs" / "codex.md") >= 7
+
+
+def test_paginated_history_messages(tmp_path):
+    """0.154's paginated mode writes messages as ``item_completed`` events:
+    they are the messages when no response item repeats them."""
+    f = _write(tmp_path / "rollout-p.jsonl", [
+        _meta("pg"),
+        {"timestamp": "x", "type": "event_msg", "payload": {"type": "item_completed", "item": {"type": "UserMessage", "content": [{"type": "text", "text": "list files"}]}}},
+        {"timestamp": "x", "type": "event_msg", "payload": {"type": "item_completed", "item": {"type": "AgentMessage", "content": [{"type": "text", "text": "done"}]}}},
+    ])
+    s = registry.read(f)
+    assert s.task == "list files"
+    assert [(e.kind, e.role, e.text) for e in s.events[1:]] == [("message", "user", "list files"), ("message", "assistant", "done")]
+
+
+def test_asf_claims_no_request_hash(tmp_path):
+    """The base prompt and tool declarations are not recorded, so the ASF
+    export claims no request hash it could not back."""
+    res = convert(registry.read(PARENT), "asf", tmp_path)
+    entries = [json.loads(x) for p in res.outputs for x in p.read_text().splitlines() if x.strip()]
+    responses = [e for e in entries if e.get("type") == "response"]
+    assert responses and not any("request_hash" in json.dumps(e) for e in responses)

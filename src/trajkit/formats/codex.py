@@ -631,6 +631,12 @@ class _Reader:
             self.attach_usage(e, counts, source)
             self.close_group()
             return
+        if pt == "item_completed" and isinstance(p.get("item"), dict) and p["item"].get("type") in ("UserMessage", "AgentMessage"):
+            # paginated history mode (0.154): messages as completed items
+            item = p["item"]
+            pt = "user_message" if item["type"] == "UserMessage" else "agent_message"
+            text = _text_of(item.get("content")) if item.get("content") is not None else item.get("text") if isinstance(item.get("text"), str) else None
+            p = {"type": pt, "message": text}
         if pt in ("user_message", "agent_message", "agent_reasoning", "agent_reasoning_raw_content"):
             text = p.get("message") if isinstance(p.get("message"), str) else p.get("text") if isinstance(p.get("text"), str) else None
             bucket = {"user_message": "user", "agent_message": "assistant"}.get(pt, "reasoning")
@@ -964,6 +970,9 @@ def _read(root: Path, options: ReadOptions, depth: int, seen: frozenset[str]) ->
     s.outcome = r.outcome(shape)
     s.metadata["model"] = s.run.models[0] if s.run.models else None
     s.metadata["shape"] = shape
+    # the base prompt and the tool declarations are not in the record: an
+    # ASF request_hash would claim a request trajkit cannot rebuild
+    s.metadata["context_rebuildable"] = False
     s.metadata["model_calls"] = sum(1 for e in s.events if e.model_usage is not None)
     s.metadata["responses"] = r.groups
     if options.steps:

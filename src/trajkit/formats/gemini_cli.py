@@ -570,6 +570,9 @@ def _facts(s: Session, meta: dict[str, Any], root: Path, gb: _Builder) -> None:
         if k in meta:
             s.metadata[k] = meta[k]
     s.metadata["model"] = run.models[0] if run.models else None
+    # the system prompt and the tool declarations are not in the file: an ASF
+    # request_hash would claim a request trajkit cannot rebuild
+    s.metadata["context_rebuildable"] = False
     run.workspace = _project_dir(root, meta.get("projectHash"))
     if gb.task is not None:
         s.task, s.task_source = gb.task, "first user message"
