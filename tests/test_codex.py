@@ -415,3 +415,36 @@ def test_asf_claims_no_request_hash(tmp_path):
     entries = [json.loads(x) for p in res.outputs for x in p.read_text().splitlines() if x.strip()]
     responses = [e for e in entries if e.get("type") == "response"]
     assert responses and not any("request_hash" in json.dumps(e) for e in responses)
+
+
+def test_ls_harness_lists_the_home_folder(tmp_path):
+    """`trajkit ls --harness codex` with no path: $CODEX_HOME (else ~/.codex)
+    sessions/ and archived_sessions/, laid out as Codex lays them."""
+    import os
+
+    home = tmp_path / "home"
+    day = home / ".codex" / "sessions" / "2026" / "04" / "01"
+    day.mkdir(parents=True)
+    shutil.copy(PARENT, day / PARENT.name)
+    shutil.copy(CHILD, day / CHILD.name)
+    archived = home / ".codex" / "archived_sessions"
+    archived.mkdir()
+    shutil.copy(CORPUS / "codex/pypi+atif-make-0.10.0/tests/fixtures/codex-rollout.jsonl",
+                archived / "rollout-2026-04-01T08-00-00-cx-1.jsonl")
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "CODEX_HOME"}
+    env["HOME"] = str(home)
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "codex", "--json"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    assert sorted(r["id"] for r in rows) == ["5f0c2a4e-1b7d-4c1e-9a53-0d2f3b6c7a10", "cx-1"]
+    parent = next(r for r in rows if r["id"].startswith("5f0c"))
+    assert (parent["model"], parent["steps"], parent["subagents"], parent["updated"]) == ("gpt-5-codex", 5, 1, "2026-04-01T08:00:32.200Z")
+    raw = _reference(PARENT)["usages"] + _reference(CHILD)["usages"]
+    assert parent["tokens"] == sum(i + o for i, o in raw)
+    env["CODEX_HOME"] = str(home / ".codex")
+    env["HOME"] = str(tmp_path / "elsewhere")
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "codex", "--json"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert p.returncode == 0 and len(json.loads(p.stdout)) == 2, p.stderr

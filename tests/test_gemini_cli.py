@@ -277,3 +277,28 @@ def test_docs_page_examples_run():
     shutil.rmtree("/tmp/trajkit-gemini-asf", ignore_errors=True)
     shutil.rmtree("/tmp/trajkit-gemini-atif", ignore_errors=True)
     assert run_console_examples(REPO / "docs" / "gemini-cli.md") >= 7
+
+
+def test_ls_harness_lists_the_home_folder(tmp_path):
+    """`trajkit ls --harness gemini-cli` with no path lists ~/.gemini/tmp."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    shutil.copytree(FIX / "tmp", home / ".gemini" / "tmp")
+    shutil.copy(FIX / "projects.json", home / ".gemini" / "projects.json")
+    legacy = home / ".gemini" / "tmp" / ("ab" * 32) / "chats"
+    legacy.mkdir(parents=True)
+    shutil.copy(CORPUS / "gemini_cli/Mai0313+VibeCodingTracker@b36a8d356/examples/test_conversation_gemini.json", legacy / "session-2025-10-05T10-00-eefc44a3.json")
+    env = dict(os.environ, HOME=str(home))
+    p = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "gemini-cli", "--json"], capture_output=True, text=True, env=env, cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    rows = {r["id"]: r for r in json.loads(p.stdout)}
+    assert sorted(rows) == ["7c1d2e3f-0a1b-4c2d-8e3f-5a6b7c8d9e0f", "eefc44a3-0832-4bc0-ac33-fa668f038213"]
+    real = rows["eefc44a3-0832-4bc0-ac33-fa668f038213"]
+    msgs = json.loads((legacy / "session-2025-10-05T10-00-eefc44a3.json").read_text())["messages"]
+    assert real["steps"] == 0 and real["model"] == next(m["model"] for m in msgs if m.get("model"))
+    assert real["tokens"] == sum(m["tokens"]["input"] + m["tokens"].get("tool", 0) + m["tokens"]["output"] for m in msgs if m.get("tokens"))
+    assert real["title"] == msgs[0]["content"].strip().splitlines()[0][:100]

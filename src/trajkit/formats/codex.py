@@ -1275,6 +1275,7 @@ FORMAT = Format(
     summarize=summarize,
     context=context,
     tools=CODEX_TOOLS,
+    homes=("${CODEX_HOME:-~/.codex}/sessions", "${CODEX_HOME:-~/.codex}/archived_sessions"),
     examples=(
         str(_FIXTURES / "sessions" / "2026" / "04" / "01" / "rollout-2026-04-01T08-00-00-5f0c2a4e-1b7d-4c1e-9a53-0d2f3b6c7a10.jsonl"),
         str(_FIXTURES / "codex-rollout.jsonl"),

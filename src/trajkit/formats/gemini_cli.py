@@ -762,6 +762,7 @@ FORMAT = Format(
     summarize=summarize,
     context=context,
     tools=GEMINI_TOOLS,
+    homes=("~/.gemini/tmp",),
     examples=(
         str(_FIXTURES / "tmp" / "demo-project" / "chats" / "session-2026-05-02T09-15-7c1d2e3f.jsonl"),
         str(_FIXTURES / "tool_calls_with_results.json"),
