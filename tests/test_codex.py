@@ -448,3 +448,20 @@ def test_ls_harness_lists_the_home_folder(tmp_path):
     env["HOME"] = str(tmp_path / "elsewhere")
     p = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--harness", "codex", "--json"], capture_output=True, text=True, env=env, cwd=REPO)
     assert p.returncode == 0 and len(json.loads(p.stdout)) == 2, p.stderr
+
+
+def test_subagent_depth_is_capped_and_a_record_gap(tmp_path):
+    day = tmp_path / "sessions" / "2026" / "04" / "01"
+    for i in range(7):
+        extra = {"parent_thread_id": f"t{i - 1}"} if i else {}
+        _write(day / f"rollout-2026-04-01T08-00-0{i}-t{i}.jsonl", [_meta(f"t{i}", **extra)])
+    s = registry.read(day / "rollout-2026-04-01T08-00-00-t0.jsonl")
+    depth, cur = 0, s
+    while cur.children:
+        cur, depth = cur.children[0], depth + 1
+    assert depth == 4
+    assert [d.code for d in cur.diagnostics] == ["codex.subagent-depth"]
+    from trajkit.certify.pipeline import certify
+
+    cert = certify(day / "rollout-2026-04-01T08-00-00-t0.jsonl")
+    assert any(d["code"] == "certify.record-incomplete" and "codex.subagent-depth" in d["message"] for d in cert.diagnostics)

@@ -978,10 +978,8 @@ def _read(root: Path, options: ReadOptions, depth: int, seen: frozenset[str]) ->
     if options.steps:
         s.steps = r.steps()
         s.metadata["actions_without_observation"] = [st.extra["call_id"] for st in s.steps if st.extra.get("unanswered")]
-    if shape == "rollout" and s.id and depth < MAX_SUBAGENT_DEPTH and s.id not in seen:
+    if shape == "rollout" and s.id and s.id not in seen:
         _link_children(b, root, options, depth, seen | {s.id})
-    elif depth >= MAX_SUBAGENT_DEPTH:
-        b.diag("codex.subagent-depth", f"sub-agent threads deeper than {MAX_SUBAGENT_DEPTH} are not followed", INFO, file=path)
     return s
 
 
@@ -1098,6 +1096,10 @@ def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: i
             if parent_of(str(d / name), probe) == s.id:
                 found.append((name[len("rollout-"):], d / name))  # the name starts with the start time
     if not found:
+        return
+    if depth >= MAX_SUBAGENT_DEPTH:
+        b.diag("codex.subagent-depth", f"{len(found)} sub-agent thread(s) of this thread, {MAX_SUBAGENT_DEPTH} levels down, are not read",
+               WARNING, file=str(root))
         return
     spawns = [st for st in s.steps if st.tool_type == "spawn_agent"]
     used: set[int] = set()

@@ -33,7 +33,7 @@ Diagnostic codes (see ``docs/diagnostics.md``): ``gemini.not-a-session``,
 ``gemini.line-not-object``, ``gemini.unknown-line``, ``gemini.rewind-unknown-id``,
 ``gemini.message-not-object``, ``gemini.unknown-message-type``,
 ``gemini.duplicate-message-id``, ``gemini.duplicate-call-id``,
-``gemini.subagent-unlinked``, ``gemini.unreadable-dir``, plus those of :mod:`trajkit.reading.io`.
+``gemini.subagent-unlinked``, ``gemini.subagent-depth``, ``gemini.unreadable-dir``, plus those of :mod:`trajkit.reading.io`.
 """
 
 from __future__ import annotations
@@ -544,7 +544,7 @@ def _read(root: Path, options: ReadOptions, depth: int) -> Session:
     if options.steps:
         s.steps = gb.steps()
         s.metadata["actions_without_observation"] = [st.extra["call_id"] for st in s.steps if st.extra.get("unanswered")]
-    if depth < MAX_SUBAGENT_DEPTH and s.id:
+    if s.id:
         _link_children(b, root, options, depth)
     return s
 
@@ -628,6 +628,10 @@ def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: i
     sub = root.parent / str(s.id)
     names = b.probe.listdir(sub)
     if not names or not b.probe.is_dir(sub):
+        return
+    if depth >= MAX_SUBAGENT_DEPTH:
+        b.diag("gemini.subagent-depth", f"the sub-agent sessions in {sub.name}/, {MAX_SUBAGENT_DEPTH} levels down, are not read",
+               WARNING, file=str(sub))
         return
     agent_steps = {st.step_id: st for st in s.steps}
     by_agent: dict[str, Step] = {}
