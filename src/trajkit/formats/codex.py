@@ -292,6 +292,7 @@ class _Reader:
         self.groups = 0
         self.pending: dict[str, list[list[Any]]] = {}  # native call id -> [[minted, event, answered]]
         self.minted: set[str] = set()
+        self.patches: set[str] = set()  # minted ids of calls whose tool is a patch
         self.calls_of: dict[Any, list[ToolCall]] = {}
         self.call_event: dict[str, Event] = {}  # minted id -> action event
         self.answer: dict[str, Event] = {}  # minted id -> output event
@@ -351,7 +352,10 @@ class _Reader:
             minted = f"{e.id}/call"
             key = None
         self.minted.add(minted)
-        tc = CODEX_TOOLS.call(name, arguments, minted, lazy_json=lazy)
+        spec = CODEX_TOOLS.spec(name)
+        if spec.op == PATCH_OP:
+            self.patches.add(minted)
+        tc = ToolCall.described(spec, name, arguments, minted, lazy_json=lazy)
         e.tool_calls.append(tc)
         if key is not None:
             self.pending.setdefault(key, []).append([minted, e, False])
@@ -381,7 +385,7 @@ class _Reader:
 
     def set_edit(self, out: Event, tc: ToolCall) -> None:
         """The FileEdit an ``apply_patch`` output records."""
-        if CODEX_TOOLS.spec(tc.name).op != PATCH_OP or tc.op != PATCH_OP or not tc.content:
+        if tc.call_id not in self.patches or tc.op != PATCH_OP or not tc.content:
             return
         files = patch_files(tc.content)
         text = (out.text or "").lower()
@@ -396,7 +400,13 @@ class _Reader:
     # -------------------------------------------------------- rollout
 
     def prescan(self, lines: list[Any]) -> None:
+        """The message and reasoning texts of the response items (to know an
+        ``event_msg`` that repeats one), and whether usage is recorded. A byte
+        test skips the lines that cannot be either (most of a rollout)."""
         for jl in lines:
+            raw = jl.raw
+            if b"role" not in raw and b"reasoning" not in raw and b"token_count" not in raw:
+                continue
             v = jl.value
             if not isinstance(v, dict):
                 continue
