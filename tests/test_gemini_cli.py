@@ -302,3 +302,10 @@ def test_ls_harness_lists_the_home_folder(tmp_path):
     assert real["steps"] == 0 and real["model"] == next(m["model"] for m in msgs if m.get("model"))
     assert real["tokens"] == sum(m["tokens"]["input"] + m["tokens"].get("tool", 0) + m["tokens"]["output"] for m in msgs if m.get("tokens"))
     assert real["title"] == msgs[0]["content"].strip().splitlines()[0][:100]
+
+
+def test_a_damaged_first_line_does_not_hide_the_log(tmp_path):
+    f = _jsonl(tmp_path / "session-h.jsonl", ['{"sessionId": "s1", "projectHa', _m("u1", "user", "hello"), _m("g1", "gemini", "hi")])
+    assert registry.detect(f).format.name == "gemini-cli"
+    s = registry.read(f)
+    assert [e.id for e in s.events] == ["u1", "g1"] and [d.line for d in s.diagnostics if d.code == "jsonl.invalid-line"] == [1]

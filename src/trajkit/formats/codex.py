@@ -77,7 +77,7 @@ from ..model import (
     Usage,
 )
 from ..reading.builder import SessionBuilder
-from ..reading.io import iter_jsonl, read_capped
+from ..reading.io import iter_jsonl
 from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import render_action

@@ -103,6 +103,17 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject | N
         if isinstance(v.get("messages"), list) and b"\n" not in body.rstrip():
             return Match(candidate, fingerprint, STRONG, "one JSON session object with sessionId, projectHash and messages")
         return Match(candidate, fingerprint, STRONG, "first line is Gemini CLI session metadata (sessionId, projectHash)")
+    # a JSONL log whose first line is damaged: the metadata or a message further on
+    lines = body.split(b"\n")
+    for raw in lines[1:40] if len(lines) > 1 else ():
+        try:
+            x = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(x, dict) and isinstance(x.get("sessionId"), str) and isinstance(x.get("projectHash"), str):
+            return Match(candidate, fingerprint, STRONG, "a line holds Gemini CLI session metadata (sessionId, projectHash)")
+        if isinstance(x, dict) and isinstance(x.get("id"), str) and x.get("type") in ("user", "gemini") and "content" in x:
+            return Match(candidate, fingerprint, WEAK, "lines are Gemini CLI message records (id, type user/gemini, content)")
     if b'"sessionId"' in head and b'"projectHash"' in head and b'"messages"' in head:
         return Match(candidate, fingerprint, STRONG, "a JSON session with sessionId, projectHash and messages")
     if b'"messages"' in head and (b'"type": "gemini"' in head or b'"type":"gemini"' in head):
@@ -633,7 +644,6 @@ def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: i
         b.diag("gemini.subagent-depth", f"the sub-agent sessions in {sub.name}/, {MAX_SUBAGENT_DEPTH} levels down, are not read",
                WARNING, file=str(sub))
         return
-    agent_steps = {st.step_id: st for st in s.steps}
     by_agent: dict[str, Step] = {}
     for st in s.steps:
         o = s.event_by_id(st.observation_event_id) if st.observation_event_id else None
@@ -660,7 +670,6 @@ def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: i
         used.add(step.step_id)
         step.children.append(child)
         child.spawned_by = SpawnLink(child.id, step.step_id, step.action_event_id, method, f"{sub.name}/{name}")
-    del agent_steps
 
 
 def _spawn_step(s: Session, st: Step) -> bool:
