@@ -401,35 +401,54 @@ class _Reader:
 
     def prescan(self, lines: list[Any]) -> None:
         """The message and reasoning texts of the response items (to know an
-        ``event_msg`` that repeats one), and whether usage is recorded. A byte
-        test skips the lines that cannot be either (most of a rollout)."""
+        ``event_msg`` that repeats one), and whether usage is recorded."""
+        texts = self.texts
         for jl in lines:
-            raw = jl.raw
-            if b"role" not in raw and b"reasoning" not in raw and b"token_count" not in raw:
-                continue
             v = jl.value
-            if not isinstance(v, dict):
+            if type(v) is not dict:
                 continue
-            p = v.get("payload")
-            if not isinstance(p, dict):
-                continue
-            if v.get("type") == "response_item":
-                pt = p.get("type") or ("message" if "role" in p else None)
-                if pt == "message" and p.get("role") in ("user", "assistant"):
-                    t = _text_of(p.get("content"))
-                    if t is not None:
-                        self.texts[p["role"]].add(t.strip())
+            t = v.get("type")
+            if t == "response_item":
+                p = v.get("payload")
+                if type(p) is not dict:
+                    continue
+                pt = p.get("type")
+                if pt == "message" or (pt is None and "role" in p):
+                    role = p.get("role")
+                    if role == "user" or role == "assistant":
+                        text = _text_of(p.get("content"))
+                        if text is not None:
+                            texts[role].add(text.strip())
                 elif pt == "reasoning":
-                    t = _summary_text(p)
-                    if t:
-                        self.texts["reasoning"].add(t.strip())
-                        for s in p.get("summary") or []:
-                            if isinstance(s, dict) and isinstance(s.get("text"), str):
-                                self.texts["reasoning"].add(s["text"].strip())
-            elif v.get("type") == "event_msg" and p.get("type") == "token_count" and isinstance(p.get("info"), dict):
-                self.has_token_count = True
+                    text = _summary_text(p)
+                    if text:
+                        texts["reasoning"].add(text.strip())
+                        for part in p.get("summary") or []:
+                            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                                texts["reasoning"].add(part["text"].strip())
+            elif t == "event_msg" and not self.has_token_count:
+                p = v.get("payload")
+                if type(p) is dict and p.get("type") == "token_count" and type(p.get("info")) is dict:
+                    self.has_token_count = True
 
     def rollout_line(self, jl: Any, first_meta: list[bool]) -> None:
+        # the common case first: an item or an event with an object payload
+        v = jl.value
+        if type(v) is dict:
+            p = v.get("payload")
+            if type(p) is dict:
+                t = v.get("type")
+                if t == "response_item" or t == "event_msg":
+                    ts = v.get("timestamp")
+                    line = jl.line
+                    if t == "response_item":
+                        self.response_item(f"L{line}", v, p, line, ts if type(ts) is str else None)
+                    else:
+                        self.event_msg(f"L{line}", v, p, line, ts if type(ts) is str else None)
+                    return
+        self.other_line(jl, first_meta)
+
+    def other_line(self, jl: Any, first_meta: list[bool]) -> None:
         v = jl.value
         line = jl.line
         eid = f"L{line}"
