@@ -48,7 +48,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from trajkit.formats import codex  # noqa: E402
+from trajkit.formats.codex import reader as codex  # noqa: E402
 from trajkit.model import ReadOptions  # noqa: E402
 
 CORPUS = HERE / "_corpus_codex"

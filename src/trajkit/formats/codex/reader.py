@@ -1,45 +1,5 @@
-"""OpenAI Codex CLI records: rollout JSONL files and ``codex exec --json``
-event streams (format name ``codex``; see ``shared/formats/codex.md``).
+"""The Codex reader (see the package docstring: :mod:`trajkit.formats.codex`)."""
 
-A **rollout** (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``) is one
-``{timestamp, type, payload}`` object a line: ``session_meta``,
-``turn_context``, ``response_item`` (messages, reasoning, tool calls and their
-outputs), ``event_msg`` (UI events; ``token_count`` holds running usage
-totals) and ``compacted``. Early Rust rollouts (a bare meta line, raw items,
-``record_type: state`` lines) read too. An **exec stream** is what
-``codex exec --json`` prints: ``thread.started``, ``turn.started``,
-``item.*``, ``turn.completed`` (with the turn's usage), ``turn.failed``,
-``error``; and the older ``{id, msg}`` form.
-
-Every line becomes one event (id ``L<line>``); an exec item that holds a call
-and its result also gives an observation event (``L<line>/output``). Steps:
-one per tool call (``function_call``, ``custom_tool_call``,
-``local_shell_call``, ``web_search_call``, ``tool_search_call``; exec
-``command_execution``, ``file_change``, ``mcp_tool_call``, ``web_search``,
-``collab_tool_call``) with the output paired by ``call_id``: a reused
-``call_id`` is re-minted ``<id>__<n>`` and each output answers the oldest
-unanswered call of its id; a call never answered is a step with an empty
-observation. One model response is the model items between two effective
-``token_count`` events (a turn boundary when the file has none; one turn in
-an exec stream); its usage (``last_token_usage``, else the difference of the
-running totals; a repeated total is dropped) sits on its first event.
-
-Sub-agent threads are linked only from the child (``parent_thread_id``):
-reading a rollout looks for rollouts beside it (its day folder and the next)
-whose ``session_meta`` names it as parent, reads them as sub-sessions and ties
-each to the ``spawn_agent`` call whose output names the child's thread id
-(``SpawnLink.method`` ``output-names-thread``), else to the n-th
-``spawn_agent`` call (``spawn-order``).
-
-Diagnostic codes (see ``docs/diagnostics.md``): ``codex.line-not-object``,
-``codex.unknown-line-type``, ``codex.payload-missing``, ``codex.no-records``,
-``codex.duplicate-call-id``, ``codex.duplicate-output``, ``codex.orphan-output``,
-``codex.arguments-not-json``, ``codex.arguments-missing``,
-``codex.token-count-repeat``, ``codex.token-count-empty``,
-``codex.meta-repeated``, ``codex.compressed``, ``codex.subagent-unlinked``,
-``codex.subagent-depth``, ``codex.unreadable-dir``, plus the JSON Lines codes of
-:mod:`trajkit.reading.io`.
-"""
 
 from __future__ import annotations
 
@@ -50,9 +10,9 @@ from typing import Any
 
 import orjson
 
-from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ..jsonio import MISSING, loads
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...jsonio import MISSING, loads
+from ...model import (
     ACTION,
     CONDENSATION,
     ERROR_EVENT,
@@ -76,102 +36,13 @@ from ..model import (
     TrajkitError,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.io import iter_jsonl
-from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match, Reject
-from ..steps import render_action
-from ..vocab.codex import CODEX_TOOLS
-
-NAME = "codex"
-
-#: Rollout line types (``type`` of a ``{timestamp, type, payload}`` line).
-ROLLOUT_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted",
-                           "world_state", "inter_agent_communication", "inter_agent_communication_metadata"})
-#: ``response_item`` payload types that are model output.
-_MODEL_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call",
-                          "tool_search_call", "image_generation_call"})
-_CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call"})
-_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output",
-                           "local_shell_call_output"})
-#: exec ``item`` types that are one action step each.
-_EXEC_ACTIONS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search", "collab_tool_call"})
-#: The start of user messages the harness injects (context, not the user's prompt).
-INJECTED_PREFIXES = ("<environment_context>", "<user_instructions>", "<permissions instructions>", "# AGENTS.md",
-                     "<INSTRUCTIONS>", "<developer_instructions>", "<turn_aborted>", "<skill")
-#: How deep sub-agent threads are followed.
-MAX_SUBAGENT_DEPTH = 4
-_HEAD = 1 << 16
-_DAY_DIR = re.compile(r"^\d{4}$|^\d{2}$")
-
-
-# ---------------------------------------------------------------- detection
-
-
-def _classify_line(v: Any) -> str | None:
-    """``rollout``, ``exec``, ``exec-legacy`` or None for one decoded line."""
-    if not isinstance(v, dict):
-        return None
-    t = v.get("type")
-    if isinstance(t, str):
-        if t in ROLLOUT_TYPES and "payload" in v:
-            return "rollout"
-        if "." in t and (t.startswith(("thread.", "turn.", "item.")) or t == "error"):
-            return "exec"
-        if t == "error" and "message" in v:
-            return "exec"
-    if isinstance(v.get("msg"), dict) and "id" in v and isinstance(v["msg"].get("type"), str):
-        return "exec-legacy"
-    if v.get("record_type") == "state":
-        return "rollout"
-    return None
-
-
-def shape_of(head: bytes) -> str | None:
-    """The record shape the first complete lines of ``head`` show (``rollout``,
-    ``exec``, ``exec-legacy``), or None. Lines that do not decode are skipped
-    (a bad first line must not hide a session)."""
-    lines = head.split(b"\n")
-    if len(lines) > 1 and len(head) >= _HEAD:
-        lines = lines[:-1]  # the last one may be cut by the head
-    for raw in lines[:40]:
-        raw = raw.strip()
-        if not raw or raw[:1] != b"{":
-            continue
-        try:
-            v = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        got = _classify_line(v)
-        if got is not None:
-            return got
-        if isinstance(v, dict) and ("sessionId" in v or "uuid" in v or "request" in v):
-            return None  # another harness's lines
-    return None
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject | None:
-    if not probe.is_file(candidate):
-        return None
-    name = candidate.name
-    if name.endswith(".jsonl.zst"):
-        if name.startswith("rollout-"):
-            return Match(candidate, fingerprint, WEAK, "a compressed Codex rollout (rollout-*.jsonl.zst)")
-        return Reject("a .zst file not named rollout-*")
-    if name.endswith(".json") and name.startswith("rollout-"):
-        head = probe.head(candidate, _HEAD).lstrip()
-        if head.startswith(b"{") and b'"items"' in head and b'"session"' in head:
-            return Match(candidate, fingerprint, STRONG, "a TypeScript-era Codex session: {session, items}")
-        return Reject("not a {session, items} document")
-    shape = shape_of(probe.head(candidate, _HEAD))
-    if shape == "rollout":
-        return Match(candidate, fingerprint, STRONG, "lines of {timestamp, type, payload} with Codex rollout types")
-    if shape == "exec":
-        return Match(candidate, fingerprint, STRONG, "codex exec --json events (thread./turn./item.)")
-    if shape == "exec-legacy":
-        return Match(candidate, fingerprint, WEAK, "{id, msg} lines: codex exec --json before 2025-09-30")
-    return Reject("no Codex rollout line or exec event in the first lines")
-
+from ...reading.builder import SessionBuilder
+from ...reading.io import iter_jsonl
+from ...reading.probe import Probe
+from ...registry import Match
+from ...steps import render_action
+from ...vocab.codex import CODEX_TOOLS
+from .detect import _HEAD, _OUTPUT_ITEMS, _MODEL_ITEMS, _CALL_ITEMS, _EXEC_ACTIONS, INJECTED_PREFIXES, MAX_SUBAGENT_DEPTH, NAME, ROLLOUT_TYPES, _DAY_DIR, _classify_line, sniff
 
 # ---------------------------------------------------------------- helpers
 
@@ -1189,7 +1060,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
 
 
 def summary_row(s: Session) -> dict[str, Any]:
-    """The ``ls`` row of a read session (shared by both Codex and Gemini CLI readers' shape)."""
+    """The ``ls`` row of a read session."""
     usages = [e.model_usage for x in s.walk() for e in x.events if e.model_usage is not None]
     tokens = sum((u.input or 0) + (u.output or 0) for u in usages) if usages else None
     costs = [u.cost for u in usages if u.cost is not None]
@@ -1293,23 +1164,3 @@ def _item_message(x: Any) -> dict[str, Any] | None:
     return None
 
 
-_FIXTURES = Path(__file__).resolve().parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="OpenAI Codex CLI: rollout JSONL (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl) and codex exec --json event streams",
-    fingerprints=("rollout-*.jsonl", "rollout-*.jsonl.zst", "rollout-*.json", "*.jsonl"),
-    priority=45,
-    sniff=sniff,
-    read=read,
-    find_sessions=find_sessions,
-    summarize=summarize,
-    context=context,
-    tools=CODEX_TOOLS,
-    homes=("${CODEX_HOME:-~/.codex}/sessions", "${CODEX_HOME:-~/.codex}/archived_sessions"),
-    examples=(
-        str(_FIXTURES / "sessions" / "2026" / "04" / "01" / "rollout-2026-04-01T08-00-00-5f0c2a4e-1b7d-4c1e-9a53-0d2f3b6c7a10.jsonl"),
-        str(_FIXTURES / "codex-rollout.jsonl"),
-        str(_FIXTURES / "codex-exec.jsonl"),
-    ),
-)

@@ -1,40 +1,5 @@
-"""Gemini CLI session files (format name ``gemini-cli``; see
-``shared/formats/gemini-cli.md``).
+"""The Gemini CLI reader (see the package docstring: :mod:`trajkit.formats.gemini_cli`)."""
 
-Two shapes, told apart by content: the **legacy** whole-JSON session
-(``~/.gemini/tmp/<project>/chats/session-*.json``: ``sessionId``,
-``projectHash``, ``messages[]``), and the **JSONL log** (v0.39+), which is
-**replayed** as the CLI replays it: a metadata line, message records upserted
-by ``id`` (a new id is appended, a known id replaced in its first position),
-``{"$set": ...}`` metadata patches (``$set.messages`` is a checkpoint: the
-message list is replaced), and ``{"$rewindTo": id}`` (the named message and
-everything after it leave the conversation; an id the log does not know
-empties it). Blank and undecodable lines are skipped, as the CLI skips them.
-
-Every message of the replay becomes an event with its id (its last version;
-``extra.lines`` lists every line that wrote it); rewound messages stay as
-events on an abandoned branch (``Event.branch``, ``parent_id`` chain), a
-checkpoint that drops messages is a condensation event. Each tool call with
-an inline ``result`` gives an observation event ``<message id>/<call id>``.
-Metadata lines, ``$set`` and ``$rewindTo`` lines are counted in
-``metadata.replay``.
-
-Steps: one per ``toolCalls[]`` entry of every message not rewound, with its
-inline ``functionResponse`` as the observation (a call with no result is a
-pending step with an empty observation). Usage: one per ``gemini`` message
-(its final ``tokens``; ``input`` includes ``tokens.tool``).
-
-Sub-agent sessions (``chats/<parent session id>/<id>.jsonl``, ``kind:
-subagent``) are read as sub-sessions of the session whose id names their
-folder, tied to the call whose ``agentId`` names them (``SpawnLink.method``
-``agent-id``), else to the n-th spawning call (``spawn-order``).
-
-Diagnostic codes (see ``docs/diagnostics.md``): ``gemini.not-a-session``,
-``gemini.line-not-object``, ``gemini.unknown-line``, ``gemini.rewind-unknown-id``,
-``gemini.message-not-object``, ``gemini.unknown-message-type``,
-``gemini.duplicate-message-id``, ``gemini.duplicate-call-id``,
-``gemini.subagent-unlinked``, ``gemini.subagent-depth``, ``gemini.unreadable-dir``, plus those of :mod:`trajkit.reading.io`.
-"""
 
 from __future__ import annotations
 
@@ -45,9 +10,9 @@ from typing import Any
 
 import orjson
 
-from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ..jsonio import MISSING, loads
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...jsonio import MISSING, loads
+from ...model import (
     ACTION,
     BRANCH_ABANDONED,
     CONDENSATION,
@@ -68,58 +33,13 @@ from ..model import (
     TrajkitError,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.io import iter_jsonl
-from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match, Reject
-from ..steps import render_action
-from ..vocab.gemini import GEMINI_TOOLS
-
-NAME = "gemini-cli"
-_HEAD = 1 << 16
-#: Message types that are UI notices, not conversation turns.
-NOTICES = frozenset({"info", "warning", "error"})
-#: The start of a user message the CLI injects (context, not the prompt).
-INJECTED_PREFIXES = ("<session_context>", "<environment_context>", "This is the Gemini CLI. We are setting up the context")
-MAX_SUBAGENT_DEPTH = 4
-
-
-# ---------------------------------------------------------------- detection
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject | None:
-    if not probe.is_file(candidate):
-        return None
-    head = probe.head(candidate, _HEAD)
-    body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not body.startswith(b"{"):
-        return Reject("does not start with a JSON object")
-    first = body.split(b"\n", 1)[0]
-    try:
-        v = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        v = None
-    if isinstance(v, dict) and isinstance(v.get("sessionId"), str) and isinstance(v.get("projectHash"), str):
-        if isinstance(v.get("messages"), list) and b"\n" not in body.rstrip():
-            return Match(candidate, fingerprint, STRONG, "one JSON session object with sessionId, projectHash and messages")
-        return Match(candidate, fingerprint, STRONG, "first line is Gemini CLI session metadata (sessionId, projectHash)")
-    # a JSONL log whose first line is damaged: the metadata or a message further on
-    lines = body.split(b"\n")
-    for raw in lines[1:40] if len(lines) > 1 else ():
-        try:
-            x = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(x, dict) and isinstance(x.get("sessionId"), str) and isinstance(x.get("projectHash"), str):
-            return Match(candidate, fingerprint, STRONG, "a line holds Gemini CLI session metadata (sessionId, projectHash)")
-        if isinstance(x, dict) and isinstance(x.get("id"), str) and x.get("type") in ("user", "gemini") and "content" in x:
-            return Match(candidate, fingerprint, WEAK, "lines are Gemini CLI message records (id, type user/gemini, content)")
-    if b'"sessionId"' in head and b'"projectHash"' in head and b'"messages"' in head:
-        return Match(candidate, fingerprint, STRONG, "a JSON session with sessionId, projectHash and messages")
-    if b'"messages"' in head and (b'"type": "gemini"' in head or b'"type":"gemini"' in head):
-        return Match(candidate, fingerprint, WEAK, "a JSON object whose messages include type gemini")
-    return Reject("no sessionId + projectHash, no gemini messages")
-
+from ...reading.builder import SessionBuilder
+from ...reading.io import iter_jsonl
+from ...reading.probe import Probe
+from ...registry import Match
+from ...steps import render_action
+from ...vocab.gemini import GEMINI_TOOLS
+from .detect import INJECTED_PREFIXES, MAX_SUBAGENT_DEPTH, NAME, NOTICES, sniff
 
 # ---------------------------------------------------------------- helpers
 
@@ -602,7 +522,7 @@ def _project_dir(root: Path, project_hash: Any) -> str | None:
     pj = home / "projects.json"
     if not pj.is_file():
         return None
-    from ..reading.io import load_json
+    from ...reading.io import load_json
 
     value, _ = load_json(pj, 1 << 22)
     table = value.get("projects") if isinstance(value, dict) and isinstance(value.get("projects"), dict) else value
@@ -705,9 +625,29 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
     """One ``trajkit ls`` row: id, first prompt, model, steps, tokens, cost, last update, path."""
-    from .codex import summary_row
-
     return summary_row(_read(Path(os.path.abspath(os.fspath(root))), ReadOptions(max_file_bytes=max_file_bytes), 0))
+
+
+def summary_row(s: Session) -> dict[str, Any]:
+    """The ``ls`` row of a read session."""
+    usages = [e.model_usage for x in s.walk() for e in x.events if e.model_usage is not None]
+    tokens = sum((u.input or 0) + (u.output or 0) for u in usages) if usages else None
+    costs = [u.cost for u in usages if u.cost is not None]
+    title = (s.task or "").strip().splitlines()[0][:100] if s.task and s.task.strip() else None
+    return {
+        "id": s.id,
+        "path": s.source_path,
+        "title": title,
+        "status": s.outcome.status if s.outcome is not None else None,
+        "events": len(s.events),
+        "steps": len(s.steps),
+        "model": s.run.models[0] if s.run.models else None,
+        "tokens": tokens,
+        "cost": round(sum(costs), 10) if costs else None,
+        "updated": s.run.ended_at,
+        "subagents": sum(1 for _ in s.walk()) - 1,
+        "diagnostics": [d.to_dict() for d in s.diagnostics if d.severity != INFO],
+    }
 
 
 NOT_REBUILT = (
@@ -762,22 +702,3 @@ def context(session: Session, at: Any = None) -> list[dict[str, Any]]:
     return out
 
 
-_FIXTURES = Path(__file__).resolve().parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="Gemini CLI sessions: legacy whole-JSON chats and the v0.39+ JSONL log (~/.gemini/tmp/<project>/chats/)",
-    fingerprints=("session-*.jsonl", "session-*.json", "*.jsonl", "*.json"),
-    priority=44,
-    sniff=sniff,
-    read=read,
-    find_sessions=find_sessions,
-    summarize=summarize,
-    context=context,
-    tools=GEMINI_TOOLS,
-    homes=("~/.gemini/tmp",),
-    examples=(
-        str(_FIXTURES / "tmp" / "demo-project" / "chats" / "session-2026-05-02T09-15-7c1d2e3f.jsonl"),
-        str(_FIXTURES / "tool_calls_with_results.json"),
-    ),
-)
