@@ -414,6 +414,11 @@ def _runs() -> list[Path]:
              cc / "pypi+atif-make-0.10.0" / "tests" / "fixtures" / "claude-code-stream.jsonl",
              cc / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy"]
     runs += sorted((CORPUS / "swe_agent").rglob("*.traj")) + sorted((CORPUS / "mini_swe_agent").rglob("*.traj.json"))
+    fixtures = REPO / "src" / "trajkit" / "formats" / "fixtures"
+    runs += sorted((fixtures / "codex" / "sessions").rglob("rollout-*5f0c2a4e*.jsonl"))  # a thread with a sub-agent thread
+    runs += sorted((CORPUS / "codex").rglob("*.jsonl"))
+    runs += sorted((fixtures / "gemini-cli" / "tmp").rglob("session-*.jsonl"))  # a rewind and a sub-agent session
+    runs += [p for p in sorted((CORPUS / "gemini_cli").rglob("*.json")) if p.name != "expected.json"]
     return runs
 
 

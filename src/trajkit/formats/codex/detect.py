@@ -78,9 +78,9 @@ def shape_of(head: bytes) -> str | None:
     return None
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject | None:
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if not probe.is_file(candidate):
-        return None
+        return Reject("a Codex record is one file (a rollout or an exec stream), not a directory")
     name = candidate.name
     if name.endswith(".jsonl.zst"):
         if name.startswith("rollout-"):

@@ -21,9 +21,9 @@ MAX_SUBAGENT_DEPTH = 4
 # ---------------------------------------------------------------- detection
 
 
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject | None:
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if not probe.is_file(candidate):
-        return None
+        return Reject("a Gemini CLI session is one file, not a directory")
     head = probe.head(candidate, _HEAD)
     body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not body.startswith(b"{"):
