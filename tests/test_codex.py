@@ -465,3 +465,29 @@ def test_subagent_depth_is_capped_and_a_record_gap(tmp_path):
 
     cert = certify(day / "rollout-2026-04-01T08-00-00-t0.jsonl")
     assert any(d["code"] == "certify.record-incomplete" and "codex.subagent-depth" in d["message"] for d in cert.diagnostics)
+
+
+def test_legacy_rollout_shapes(tmp_path):
+    """The TypeScript-era ``{session, items}`` document and the early Rust
+    rollout (a bare meta line, raw items, ``record_type: state`` lines)."""
+    ts = tmp_path / "rollout-2025-05-01-abc.json"
+    ts.write_text(json.dumps({"session": {"id": "ts-1", "timestamp": "2025-05-01T00:00:00Z"}, "items": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hello"}]},
+        {"type": "function_call", "name": "shell", "call_id": "c1", "arguments": "{\"command\": [\"ls\", \"-a\"]}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "{\"output\": \"a\\nb\", \"metadata\": {\"exit_code\": 0}}"},
+    ]}, indent=2))
+    assert registry.detect(ts).format.name == "codex"
+    s = registry.read(ts)
+    assert (s.id, s.view, s.task) == ("ts-1", "ts-session", "hello")
+    assert [(st.action, st.observation) for st in s.steps] == [("ls -a", "a\nb")]
+    assert s.event_by_id(s.steps[0].observation_event_id).extra["exit_code"] == 0
+    rust = _write(tmp_path / "rollout-2025-07-01T00-00-00-r1.jsonl", [
+        {"id": "r1", "timestamp": "2025-07-01T00:00:00Z", "instructions": "be brief"},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "go"}]},
+        {"type": "function_call", "name": "shell", "call_id": "c1", "arguments": "{\"command\": [\"pwd\"]}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "/w"},
+    ])
+    s = registry.read(rust, format="codex")
+    assert s.id == "r1" and s.task == "go" and [(st.action, st.observation) for st in s.steps] == [("pwd", "/w")]
+    assert s.event_by_id("L1").kind == "system" and s.event_by_id("L2").kind == "state"
