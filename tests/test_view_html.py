@@ -422,6 +422,11 @@ def _runs() -> list[Path]:
     runs += [Path(f"{fix / 'openhands-eval' / 'v0' / 'output.jsonl'}#basic_gui_mode"),  # one record of a container
              Path(f"{fix / 'openhands-eval' / 'sdk' / 'output.jsonl'}#0123456789abcdef0123456789abcdef"),
              fix / "openhands-cloud" / "sdk-conversation.json"]
+    fixtures = REPO / "src" / "trajkit" / "formats" / "fixtures"
+    runs += sorted((fixtures / "codex" / "sessions").rglob("rollout-*5f0c2a4e*.jsonl"))  # a thread with a sub-agent thread
+    runs += sorted((CORPUS / "codex").rglob("*.jsonl"))
+    runs += sorted((fixtures / "gemini-cli" / "tmp").rglob("session-*.jsonl"))  # a rewind and a sub-agent session
+    runs += [p for p in sorted((CORPUS / "gemini_cli").rglob("*.json")) if p.name != "expected.json"]
     return runs
 
 

@@ -73,6 +73,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "aider": "trajkit.formats.aider:FORMAT",
     "openhands-eval": "trajkit.formats.openhands_eval:FORMAT",
     "openhands-cloud": "trajkit.formats.openhands_eval:CLOUD_FORMAT",
+    "codex": "trajkit.formats.codex:FORMAT",
+    "gemini-cli": "trajkit.formats.gemini_cli:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

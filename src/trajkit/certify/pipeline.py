@@ -45,6 +45,7 @@ RECORD_GAP_CODES = {
     "sdk.event-gap", "sdk.events-missing", "sdk.events-unreadable", "sdk.event-bad-name", "sdk.event-duplicate-index",
     "sdk.leaf-missing", "sdk.parent-missing", "sdk.parent-unreadable", "sdk.children-too-deep", "sdk.dir-unreadable",
     "v0.id-gap", "v0.shard-gap", "v0.shard-size", "v0.no-event-stream",
+    "codex.subagent-depth", "gemini.subagent-depth",
 }
 
 _HISTORY_REWRITE = re.compile(r"\bgit\b(?:\s+-[cC]\s+\S+)*\s+(?:commit|reset|rebase|am|merge|cherry-pick|revert|checkout|switch|stash|filter-branch|update-ref|replace)\b")

@@ -1,0 +1,101 @@
+"""Recognising the format's files (imported by detection; kept free of the reader)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ...reading.probe import Probe
+from ...registry import STRONG, WEAK, Match, Reject
+
+NAME = "codex"
+
+#: Rollout line types (``type`` of a ``{timestamp, type, payload}`` line).
+ROLLOUT_TYPES = frozenset({"session_meta", "turn_context", "response_item", "event_msg", "compacted",
+                           "world_state", "inter_agent_communication", "inter_agent_communication_metadata"})
+#: ``response_item`` payload types that are model output.
+_MODEL_ITEMS = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call", "web_search_call",
+                          "tool_search_call", "image_generation_call"})
+_CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call", "tool_search_call"})
+_OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output", "tool_search_output",
+                           "local_shell_call_output"})
+#: exec ``item`` types that are one action step each.
+_EXEC_ACTIONS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search", "collab_tool_call"})
+#: The start of user messages the harness injects (context, not the user's prompt).
+INJECTED_PREFIXES = ("<environment_context>", "<user_instructions>", "<permissions instructions>", "# AGENTS.md",
+                     "<INSTRUCTIONS>", "<developer_instructions>", "<turn_aborted>", "<skill")
+#: How deep sub-agent threads are followed.
+MAX_SUBAGENT_DEPTH = 4
+_HEAD = 1 << 16
+_DAY_DIR = re.compile(r"^\d{4}$|^\d{2}$")
+
+
+# ---------------------------------------------------------------- detection
+
+
+def _classify_line(v: Any) -> str | None:
+    """``rollout``, ``exec``, ``exec-legacy`` or None for one decoded line."""
+    if not isinstance(v, dict):
+        return None
+    t = v.get("type")
+    if isinstance(t, str):
+        if t in ROLLOUT_TYPES and "payload" in v:
+            return "rollout"
+        if "." in t and (t.startswith(("thread.", "turn.", "item.")) or t == "error"):
+            return "exec"
+        if t == "error" and "message" in v:
+            return "exec"
+    if isinstance(v.get("msg"), dict) and "id" in v and isinstance(v["msg"].get("type"), str):
+        return "exec-legacy"
+    if v.get("record_type") == "state":
+        return "rollout"
+    return None
+
+
+def shape_of(head: bytes) -> str | None:
+    """The record shape the first complete lines of ``head`` show (``rollout``,
+    ``exec``, ``exec-legacy``), or None. Lines that do not decode are skipped
+    (a bad first line must not hide a session)."""
+    lines = head.split(b"\n")
+    if len(lines) > 1 and len(head) >= _HEAD:
+        lines = lines[:-1]  # the last one may be cut by the head
+    for raw in lines[:40]:
+        raw = raw.strip()
+        if not raw or raw[:1] != b"{":
+            continue
+        try:
+            v = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        got = _classify_line(v)
+        if got is not None:
+            return got
+        if isinstance(v, dict) and ("sessionId" in v or "uuid" in v or "request" in v):
+            return None  # another harness's lines
+    return None
+
+
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    if not probe.is_file(candidate):
+        return Reject("a Codex record is one file (a rollout or an exec stream), not a directory")
+    name = candidate.name
+    if name.endswith(".jsonl.zst"):
+        if name.startswith("rollout-"):
+            return Match(candidate, fingerprint, WEAK, "a compressed Codex rollout (rollout-*.jsonl.zst)")
+        return Reject("a .zst file not named rollout-*")
+    if name.endswith(".json") and name.startswith("rollout-"):
+        head = probe.head(candidate, _HEAD).lstrip()
+        if head.startswith(b"{") and b'"items"' in head and b'"session"' in head:
+            return Match(candidate, fingerprint, STRONG, "a TypeScript-era Codex session: {session, items}")
+        return Reject("not a {session, items} document")
+    shape = shape_of(probe.head(candidate, _HEAD))
+    if shape == "rollout":
+        return Match(candidate, fingerprint, STRONG, "lines of {timestamp, type, payload} with Codex rollout types")
+    if shape == "exec":
+        return Match(candidate, fingerprint, STRONG, "codex exec --json events (thread./turn./item.)")
+    if shape == "exec-legacy":
+        return Match(candidate, fingerprint, WEAK, "{id, msg} lines: codex exec --json before 2025-09-30")
+    return Reject("no Codex rollout line or exec event in the first lines")

@@ -1,0 +1,55 @@
+"""Recognising the format's files (imported by detection; kept free of the reader)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from ...reading.probe import Probe
+from ...registry import STRONG, WEAK, Match, Reject
+
+NAME = "gemini-cli"
+_HEAD = 1 << 16
+#: Message types that are UI notices, not conversation turns.
+NOTICES = frozenset({"info", "warning", "error"})
+#: The start of a user message the CLI injects (context, not the prompt).
+INJECTED_PREFIXES = ("<session_context>", "<environment_context>", "This is the Gemini CLI. We are setting up the context")
+MAX_SUBAGENT_DEPTH = 4
+
+
+# ---------------------------------------------------------------- detection
+
+
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    if not probe.is_file(candidate):
+        return Reject("a Gemini CLI session is one file, not a directory")
+    head = probe.head(candidate, _HEAD)
+    body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not body.startswith(b"{"):
+        return Reject("does not start with a JSON object")
+    first = body.split(b"\n", 1)[0]
+    try:
+        v = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        v = None
+    if isinstance(v, dict) and isinstance(v.get("sessionId"), str) and isinstance(v.get("projectHash"), str):
+        if isinstance(v.get("messages"), list) and b"\n" not in body.rstrip():
+            return Match(candidate, fingerprint, STRONG, "one JSON session object with sessionId, projectHash and messages")
+        return Match(candidate, fingerprint, STRONG, "first line is Gemini CLI session metadata (sessionId, projectHash)")
+    # a JSONL log whose first line is damaged: the metadata or a message further on
+    lines = body.split(b"\n")
+    for raw in lines[1:40] if len(lines) > 1 else ():
+        try:
+            x = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(x, dict) and isinstance(x.get("sessionId"), str) and isinstance(x.get("projectHash"), str):
+            return Match(candidate, fingerprint, STRONG, "a line holds Gemini CLI session metadata (sessionId, projectHash)")
+        if isinstance(x, dict) and isinstance(x.get("id"), str) and x.get("type") in ("user", "gemini") and "content" in x:
+            return Match(candidate, fingerprint, WEAK, "lines are Gemini CLI message records (id, type user/gemini, content)")
+    if b'"sessionId"' in head and b'"projectHash"' in head and b'"messages"' in head:
+        return Match(candidate, fingerprint, STRONG, "a JSON session with sessionId, projectHash and messages")
+    if b'"messages"' in head and (b'"type": "gemini"' in head or b'"type":"gemini"' in head):
+        return Match(candidate, fingerprint, WEAK, "a JSON object whose messages include type gemini")
+    return Reject("no sessionId + projectHash, no gemini messages")
