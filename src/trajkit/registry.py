@@ -71,6 +71,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "atif": "trajkit.formats.atif:FORMAT",
     "asf": "trajkit.formats.asf:FORMAT",
     "aider": "trajkit.formats.aider:FORMAT",
+    "terminus2": "trajkit.formats.terminus2:FORMAT",
+    "openhands-completions": "trajkit.formats.openhands_completions:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.
