@@ -484,7 +484,10 @@ def _response(b: SessionBuilder, ep: _Episode, rname: str, text: str, path: str)
         else:
             args = {"keystrokes": dumps_python(entry)}
             b.diag("terminus2.bad-command", f"episode {n}: command {i} is a JSON {type(entry).__name__}, not an object or a string", INFO, **where)
-        calls.append(TERMINUS_TOOLS.call("bash_command", args, f"call_{n}_{i}"))
+        # what tmux was sent, as the shell line certify and the exports read
+        ks = args.get("keystrokes")
+        executed = {**args, "command": ks if isinstance(ks, str) else dumps_python(entry)}
+        calls.append(TERMINUS_TOOLS.call("bash_command", args, f"call_{n}_{i}", input=executed))
     complete = doc is not None and (_is_true(doc.get("task_complete")) or _is_true(doc.get("is_task_complete")))
     if complete:
         calls.append(TERMINUS_TOOLS.call("mark_task_complete", {}, f"call_{n}_task_complete"))
