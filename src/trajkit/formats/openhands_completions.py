@@ -171,7 +171,7 @@ def is_call(value: Any) -> bool:
     """Whether a decoded JSON file is a completion log (V0, SDK, Responses-API or error log)."""
     if not isinstance(value, dict):
         return False
-    has_request = isinstance(value.get("messages"), list) or "input" in value or isinstance(value.get("fncall_messages"), list)
+    has_request = "messages" in value or "input" in value or "fncall_messages" in value
     return has_request and ("response" in value or "error" in value or "instructions" in value or "timestamp" in value)
 
 
