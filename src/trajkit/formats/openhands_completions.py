@@ -439,7 +439,8 @@ def _events(b: SessionBuilder, calls: list[_Call]) -> None:
         msgs = c.messages
         start = 0
         if prev is not None:
-            while start < min(len(prev), len(msgs)) and _key(prev[start]) == _key(msgs[start]):
+            common = min(len(prev), len(msgs))
+            while start < common and prev[start] == msgs[start]:
                 start += 1
             if start < len(prev):
                 b.diag("completions.history-rewritten", f"the request drops or rewrites the logged context from message {start} on "
@@ -580,12 +581,26 @@ def _outcome(calls: list[_Call]) -> Outcome | None:
 # ---------------------------------------------------------------- steps
 
 
+def _non_finish_calls(messages: list[Any]) -> int:
+    n = 0
+    for m in messages:
+        if type(m) is dict and m.get("role") == "assistant":
+            tcs = m.get("tool_calls")
+            if type(tcs) is list:
+                for tc in tcs:
+                    if type(tc) is dict:
+                        fn = tc.get("function")
+                        if not (type(fn) is dict and fn.get("name") == "finish"):
+                            n += 1
+    return n
+
+
 def view_of(calls: list[Any]) -> int | None:
     """The index of the benchmark's view: the call whose request messages
     hold the most non-``finish`` assistant tool calls (ties: the earliest)."""
     best, best_n = None, -1
     for i, c in enumerate(calls):
-        n = sum(1 for m in c.messages for tc in _calls_in(m) if _fn(tc)[0] != "finish")
+        n = _non_finish_calls(c.messages)
         if n > best_n:
             best, best_n = i, n
     return best
@@ -604,6 +619,14 @@ def build_steps(b: SessionBuilder, calls: list[_Call]) -> list[Step]:
         if isinstance(m, dict) and m.get("role") == "tool" and isinstance(m.get("tool_call_id"), str):
             results.setdefault(m["tool_call_id"], (i, m))
     by_id = {e.id: e for e in session.events}
+    action_of: dict[Any, Any] = {}
+    answer_of: dict[Any, Any] = {}
+    for e in session.events:
+        if e.kind == ACTION:
+            for tc in e.tool_calls:
+                action_of.setdefault(tc.call_id, e.id)
+        elif e.kind == OBSERVATION and e.call_id is not None:
+            answer_of.setdefault(e.call_id, e.id)
     steps: list[Step] = []
     unanswered = []
     for i, m in enumerate(view.messages):
@@ -625,8 +648,8 @@ def build_steps(b: SessionBuilder, calls: list[_Call]) -> list[Step]:
                 thinking=thought if k == 0 else None,
                 action_ref=Ref(view.path, aid),
                 observation_ref=Ref(view.path, oid) if oid else None,
-                action_event_id=aid if aid in by_id else _event_of(session, cid),
-                observation_event_id=oid if oid in by_id else _obs_event_of(session, cid),
+                action_event_id=aid if aid in by_id else action_of.get(cid),
+                observation_event_id=oid if oid in by_id else answer_of.get(cid),
                 parallel_group=aid if len(tcs) > 1 else None,
                 extra={"call_id": cid, "view": view.name},
             ))
@@ -637,22 +660,6 @@ def build_steps(b: SessionBuilder, calls: list[_Call]) -> list[Step]:
                "(only the final step may lack one)", WARNING, file=view.path)
     session.metadata["actions_without_observation"] = unanswered
     return steps
-
-
-def _event_of(session: Session, cid: Any) -> Any:
-    for e in session.events:
-        if e.kind == ACTION and any(tc.call_id == cid for tc in e.tool_calls):
-            return e.id
-    return None
-
-
-def _obs_event_of(session: Session, cid: Any) -> Any:
-    if cid is None:
-        return None
-    for e in session.events:
-        if e.kind == OBSERVATION and e.call_id == cid:
-            return e.id
-    return None
 
 
 # ---------------------------------------------------------------- context and model calls

@@ -99,22 +99,25 @@ _LENGTH_ERROR = "ERROR!! NONE of the actions you just requested were performed"
 # ---------------------------------------------------------------- detection
 
 
-def _episodes(probe: Probe, logs: Path) -> list[tuple[int, str]]:
+def _episodes(probe: Probe, logs: Path | str) -> list[tuple[int, str]]:
     """The ``episode-<N>`` folders of ``logs``, in numeric order."""
     out = []
-    for name in probe.listdir(logs) or ():
+    for name in probe.scan(logs)[0]:
         m = EPISODE.match(name)
-        if m and probe.is_dir(logs / name):
+        if m:
             out.append((int(m.group(1)), name))
     out.sort()
     return out
 
 
 def _has_response(probe: Probe, logs: Path) -> bool:
-    for _n, name in _episodes(probe, logs):
-        names = probe.listdir(logs / name) or ()
-        if "response.txt" in names or "response.json" in names:
-            return True
+    base = str(logs) + os.sep
+    dirs = probe.scan(base[:-1])[0]
+    for name in sorted(dirs, key=lambda n: (len(n), n)):  # episode-0 first: usually one listing answers
+        if EPISODE.match(name):
+            files = probe.scan(base + name)[1]
+            if "response.txt" in files or "response.json" in files:
+                return True
     return False
 
 
@@ -146,13 +149,14 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if found is None:
         return Reject("no episode-<N>/ folder holding response.txt or response.json")
     root, logs = found
-    return Match(root, fingerprint, STRONG, f"{os.path.relpath(logs, root) if logs != root else '.'}/episode-<N>/ folders with Terminus responses")
+    return Match(root, fingerprint, STRONG, f"{os.path.relpath(logs, root) if logs != root else '.'}/episode-<N>/ folders with Terminus responses",
+                 hint=(root, logs))
 
 
 # ---------------------------------------------------------------- responses
 
 
-def _text(data: bytes, b: SessionBuilder, path: Path) -> str:
+def _text(data: bytes, b: SessionBuilder, path: Path | str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -324,7 +328,8 @@ def read(root: Path, options: ReadOptions) -> Session:
     """The Terminus trial at ``root`` as a Session (never raises on bad data)."""
     root = Path(root)
     probe = Probe()
-    found = locate(probe, root)
+    hint = options.hint
+    found = hint if isinstance(hint, tuple) and len(hint) == 2 and hint[0] == root else locate(probe, root)
     if found is not None and found[0] != root and not probe.is_dir(root / LOGS):
         root = found[0]
     b = SessionBuilder(NAME, root, options, view="episodes", probe=probe)
@@ -391,15 +396,17 @@ def _read_episode(b: SessionBuilder, n: int, d: Path) -> _Episode:
     probe = b.probe
     session = b.session
     ep = _Episode(n, d)
+    dirs, files = probe.scan(d)
     names = set(probe.listdir(d) or ())
+    base = str(d) + os.sep
     for name in sorted(names - set(EPISODE_FILES)):
-        _unknown(b, d / name)
+        _unknown(b, Path(base + name))
     eid = f"episode-{n}"
     # prompt: what the model was sent this turn
-    if "prompt.txt" in names and not probe.is_dir(d / "prompt.txt"):
-        data, sf = b.read_bytes(d / "prompt.txt", "prompt")
+    if "prompt.txt" in names and "prompt.txt" not in dirs:
+        data, sf = b.read_bytes(base + "prompt.txt", "prompt")
         if data is not None:
-            ep.prompt = _text(data, b, d / "prompt.txt")
+            ep.prompt = _text(data, b, base + "prompt.txt")
             ep.prompt_ev = Event(f"{eid}/prompt", MESSAGE, "prompt.txt", ep.prompt, source="user", role="user", text=ep.prompt,
                                  ref=Ref(sf.path, f"{eid}/prompt", 1, ep.prompt.count("\n") + 1),
                                  extra={"episode": n, "prompt_kind": prompt_kind(ep.prompt)})
@@ -410,19 +417,19 @@ def _read_episode(b: SessionBuilder, n: int, d: Path) -> _Episode:
     # response: the model's raw answer
     rname = "response.txt" if "response.txt" in names else "response.json" if "response.json" in names else None
     if "response.txt" in names and "response.json" in names:
-        st = probe.stat(d / "response.json")
-        b.unused(d / "response.json", "response", note="response.txt read instead", size=st.st_size if st is not None else None)
-    if rname is None or probe.is_dir(d / rname):
+        st = probe.stat(base + "response.json")
+        b.unused(base + "response.json", "response", note="response.txt read instead", size=st.st_size if st is not None else None)
+    if rname is None or rname in dirs:
         b.diag("terminus2.no-response", f"episode {n} has no response.txt or response.json: the turn contributes no commands", WARNING, file=d)
     else:
-        data, sf = b.read_bytes(d / rname, "response")
+        data, sf = b.read_bytes(base + rname, "response")
         if data is not None:
-            _response(b, ep, rname, _text(data, b, d / rname), sf.path)
+            _response(b, ep, rname, _text(data, b, base + rname), sf.path)
             if ep.response_ev is not None:
                 sf.event_ids.append(ep.response_ev.id)
     # debug.json: LiteLLM's record of the call
-    if "debug.json" in names and not probe.is_dir(d / "debug.json"):
-        value, sf = b.read_json(d / "debug.json", "debug")
+    if "debug.json" in names and "debug.json" not in dirs:
+        value, sf = b.read_json(base + "debug.json", "debug")
         if value is not MISSING:
             ep.debug = Event(f"{eid}/debug", OTHER, "debug.json", value, source="harness", ref=Ref(sf.path, f"{eid}/debug"),
                              extra={"episode": n})
