@@ -361,7 +361,7 @@ def _key(m: Any) -> bytes:
 
 
 class _Call:
-    __slots__ = ("name", "path", "record", "ts", "order", "messages", "resp", "event")
+    __slots__ = ("name", "path", "record", "ts", "order", "messages", "resp", "event", "cum")
 
     def __init__(self, name: str, path: str, record: dict[str, Any]) -> None:
         self.name = name
@@ -374,6 +374,8 @@ class _Call:
         self.messages = chat_messages(record)
         self.resp = chat_response(record)
         self.event: Event | None = None
+        #: running count of non-finish assistant tool calls over ``messages`` (the view rule)
+        self.cum: list[int] | None = None
 
 
 def read(root: Path, options: ReadOptions) -> Session:
@@ -445,6 +447,13 @@ def _events(b: SessionBuilder, calls: list[_Call]) -> None:
             if start < len(prev):
                 b.diag("completions.history-rewritten", f"the request drops or rewrites the logged context from message {start} on "
                        "(condensation); new messages are read from there", INFO, file=c.path, event_id=stem)
+        # the view rule's count, reusing the previous call's for the shared prefix
+        cum = calls[k - 1].cum[:start] if prev is not None and calls[k - 1].cum is not None else []  # type: ignore[index]
+        total = cum[-1] if cum else 0
+        for m in msgs[len(cum):]:
+            total += _non_finish_calls((m,))
+            cum.append(total)
+        c.cum = cum
         for i in range(start, len(msgs)):
             m = msgs[i]
             kk = _key(m)
@@ -581,7 +590,7 @@ def _outcome(calls: list[_Call]) -> Outcome | None:
 # ---------------------------------------------------------------- steps
 
 
-def _non_finish_calls(messages: list[Any]) -> int:
+def _non_finish_calls(messages: Any) -> int:
     n = 0
     for m in messages:
         if type(m) is dict and m.get("role") == "assistant":
@@ -600,7 +609,7 @@ def view_of(calls: list[Any]) -> int | None:
     hold the most non-``finish`` assistant tool calls (ties: the earliest)."""
     best, best_n = None, -1
     for i, c in enumerate(calls):
-        n = _non_finish_calls(c.messages)
+        n = (c.cum[-1] if c.cum else 0) if c.cum is not None else _non_finish_calls(c.messages)
         if n > best_n:
             best, best_n = i, n
     return best
