@@ -269,6 +269,15 @@ def test_unanswered_calls_and_missing_timestamps(tmp_path):
     assert [x.observation for x in s.steps] == [x["observation"] for x in reference_steps(d)]
 
 
+def test_captured_http_request_bodies_are_not_completion_logs(corpus):
+    """The SDK corpus's stub captures (req-NNN.json: {"path", "body": {"messages", ...}}) are
+    named like logs and hold messages, but are request bodies: not claimed, not listed."""
+    reqs = corpus / "openhands_v1" / "generated" / "requests_run1"
+    assert next(reqs.glob("req-*.json"))
+    assert registry.detect(reqs).format is None
+    assert registry.get_format("openhands-completions").find_sessions(reqs.parent) == []
+
+
 def test_empty_or_foreign_folder(tmp_path):
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "notes.json").write_text('{"a": 1}')

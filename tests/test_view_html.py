@@ -418,6 +418,11 @@ def _runs() -> list[Path]:
     runs += [CORPUS / "atif" / "NJU-LINK+CodeTracer" / "data" / "traj" / "kimi_k2.5" / "qemu-startup__8shUpSy" / "agent" / "trajectory.json",
              CORPUS / "asf" / "agentsession" / "testdata" / "sessions" / "runs.jsonl",
              REPO / "src" / "trajkit" / "formats" / "fixtures" / "aider" / "webhook" / ".aider.chat.history.md"]
+    runs += sorted((CORPUS / "openhands_completions").glob("*/.pr/artifacts/*/telemetry_phase_*"))
+    # and the example runs every format ships (the only samples of formats the corpus has none of)
+    from trajkit.registry import formats as all_formats
+
+    runs += [p for f in all_formats() for p in f.example_paths() if p not in runs]
     return runs
 
 

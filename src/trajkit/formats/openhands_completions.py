@@ -94,15 +94,21 @@ SINGLE_ARGUMENT = COMPLETION_TOOLS.single_argument()
 #: ``<model>-<unix time>[-<4 hex>][-error].json`` (V0 and SDK log names).
 FILE_NAME = re.compile(r"^(?P<model>.+)-(?P<ts>\d+(?:\.\d+)?)(?:-(?P<hex>[0-9a-f]{4}))?(?P<error>-error)?\.json$")
 _HEAD = 1 << 12
-_HEAD_KEYS = (b'"messages"', b'"instructions"', b'"input"', b'"context_window"', b'"fncall_messages"')
 
 
 # ---------------------------------------------------------------- detection
 
 
+_FIRST_KEY = re.compile(rb'^\{\s*"(?:messages|context_window|instructions|input|fncall_messages)"\s*:')
+
+
 def _looks_like_call(probe: Probe, path: Path) -> bool:
+    """The loggers write the request first (V0 ``messages``, the SDK
+    ``context_window``); a re-serialized file still names both sides early."""
     head = probe.head(path, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head[:1] == b"{" and any(k in head for k in _HEAD_KEYS)
+    if head[:1] != b"{":
+        return False
+    return _FIRST_KEY.match(head) is not None or (b'"messages"' in head and b'"response"' in head)
 
 
 def _call_files(probe: Probe, folder: Path) -> list[str]:
