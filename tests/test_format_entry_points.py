@@ -207,7 +207,10 @@ def test_ls_and_context_dispatch_to_any_format_that_declares_them(tmp_path):
     ]
     p = trajkit(site, "context", EXAMPLE_V0)
     # the built-ins that declare context, then the plugin
-    builtin_can = ", ".join(n for n in BUILTIN_FORMATS if get_format(n).can("context"))
+    # (in the order `formats that can` lists them: by priority, as registry.formats() ranks them)
+    from trajkit.registry import formats_that_can
+
+    builtin_can = ", ".join(n for n in formats_that_can("context") if n in BUILTIN_FORMATS)
     assert p.returncode == 2 and f"formats that can: {builtin_can}, echo" in p.stderr
 
 
