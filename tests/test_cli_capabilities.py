@@ -67,7 +67,8 @@ def test_turns_on_a_format_without_model_calls(cli):
     p = cli("turns", V0_TRIAL)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.strip() == (f"trajkit: {V0_TRIAL}: read as openhands-v0; openhands-v0 cannot give model calls for "
-                                "training turns; formats that can: rollout-trace")
+                                f"training turns; formats that can: {', '.join(formats_that_can('model_calls'))}")
+    assert "rollout-trace" in formats_that_can("model_calls") and "openhands-v0" not in formats_that_can("model_calls")
 
 
 def test_ls_on_a_format_without_listing(cli, tmp_path):

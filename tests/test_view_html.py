@@ -427,6 +427,11 @@ def _runs() -> list[Path]:
     runs += sorted((CORPUS / "codex").rglob("*.jsonl"))
     runs += sorted((fixtures / "gemini-cli" / "tmp").rglob("session-*.jsonl"))  # a rewind and a sub-agent session
     runs += [p for p in sorted((CORPUS / "gemini_cli").rglob("*.json")) if p.name != "expected.json"]
+    runs += sorted((CORPUS / "openhands_completions").glob("*/.pr/artifacts/*/telemetry_phase_*"))
+    # and the example runs every format ships (the only samples of formats the corpus has none of)
+    from trajkit.registry import formats as all_formats
+
+    runs += [p for f in all_formats() for p in f.example_paths() if p not in runs]
     return runs
 
 

@@ -75,6 +75,8 @@ BUILTIN_FORMATS: dict[str, str] = {
     "openhands-cloud": "trajkit.formats.openhands_eval:CLOUD_FORMAT",
     "codex": "trajkit.formats.codex:FORMAT",
     "gemini-cli": "trajkit.formats.gemini_cli:FORMAT",
+    "terminus2": "trajkit.formats.terminus2:FORMAT",
+    "openhands-completions": "trajkit.formats.openhands_completions:FORMAT",
 }
 
 #: How many parent directories above the given path detection looks at.

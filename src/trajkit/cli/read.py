@@ -430,9 +430,14 @@ def _print_entries(entries: list[dict], width: int) -> None:
             head = f"a call right after event {e['event_id']}{conv}"
         click.echo(printable(f"── {head} — {len(e['messages'])} messages"))
         for m in e["messages"]:
+            if not isinstance(m, dict):  # a logged request holds what it holds
+                m = {"role": "?", "content": str(m)}
             parts = m.get("content") or []
             text = " | ".join(p.get("text", "[image]") if isinstance(p, dict) else str(p) for p in parts) if isinstance(parts, list) else str(parts)
-            calls = ", ".join(f"{c['function']['name']}({c['function']['arguments']})" for c in m.get("tool_calls") or [])
-            head = m["role"] + (f"[{m['tool_call_id']}]" if m.get("tool_call_id") else "")
+            fns = [c.get("function") if isinstance(c, dict) and isinstance(c.get("function"), dict) else {} for c in m.get("tool_calls") or []]
+            calls = ", ".join(f"{f.get('name')}({f.get('arguments')})" for f in fns)
+            if not m.get("role") and m.get("type"):  # a Responses-API input item (function_call, ...)
+                text = text or (f"{m['name']}({m.get('arguments')})" if m.get("name") else str(m.get("output") or m.get("summary") or ""))
+            head = str(m.get("role") or m.get("type") or "?") + (f"[{m.get('tool_call_id') or m.get('call_id')}]" if m.get("tool_call_id") or m.get("call_id") else "")
             body = text + (f"  → {calls}" if calls else "")
             click.echo(f"  {printable(head)}: {_cut(body, width)}")
