@@ -135,3 +135,23 @@ def test_cli_steps_over_every_member(container):
     assert r.exit_code == 1 and r.stderr.count("trajkit:") == 2
     r = CliRunner().invoke(main, ["steps", f"{path}#missing"])
     assert r.exit_code == 2 and "no session 'missing'" in r.stderr
+
+
+def test_discover_finds_a_run_kept_under_a_dot_name(tmp_path):
+    """Hidden entries are not walked, but a file a format names exactly (an
+    Aider ``.aider.chat.history.md``) is a run: each of its chat runs is found.
+    Expected: the ``# aider chat started at`` headers of the corpus file."""
+    import shutil
+
+    from conftest import CORPUS
+
+    src = next((CORPUS / "aider").rglob(".aider.chat.history.md"))
+    repo = tmp_path / "myrepo"
+    repo.mkdir()
+    shutil.copy(src, repo / ".aider.chat.history.md")
+    (repo / ".hidden-dir").mkdir()
+    shutil.copy(src, repo / ".hidden-dir" / "copy.md")  # under a hidden folder: not walked
+    headers = [ln for ln in src.read_text().splitlines() if ln.startswith("# aider chat started at")]
+    refs = discover([tmp_path])
+    assert len(refs) == len(headers) and len(headers) >= 2
+    assert all(str(r.path).startswith(str(repo / ".aider.chat.history.md") + "#") for r in refs)

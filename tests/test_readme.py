@@ -37,7 +37,7 @@ def test_readme_console_examples_in_order(tmp_path):
     # In order, as a reader would type them: later examples use earlier outputs.
     env = dict(os.environ, PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""))
     env["COLUMNS"] = "200"
-    for d in ("/tmp/trajkit-asf", "/tmp/trajkit-atif", "/tmp/trajkit-demo"):
+    for d in ("/tmp/trajkit-asf", "/tmp/trajkit-atif", "/tmp/trajkit-demo", "/tmp/trajkit-index"):
         subprocess.run(["rm", "-rf", d])
     for command, expected in EXAMPLES:
         p = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, env=env, timeout=300)

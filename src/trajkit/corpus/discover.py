@@ -172,6 +172,9 @@ def discover(
                 claimed.append(os.path.realpath(p))
 
         claimed_set = set(claimed)
+        # hidden entries are not walked, except a file a format names exactly (a run kept under a dot name)
+        dot_names = {fp for f in formats() for fp in f.fingerprints
+                     if fp.startswith(".") and "/" not in fp and not any(c in fp for c in "*?[")}
         real_given = os.path.realpath(given)
         given_s = os.fspath(given_abs)
 
@@ -200,7 +203,7 @@ def discover(
                 return
             for entry in entries:
                 cs = entry.path  # absolute: the walk starts from the given path made absolute
-                if entry.name.startswith(".") or (claimed and inside_claimed(cs)):
+                if (entry.name.startswith(".") and entry.name not in dot_names) or (claimed and inside_claimed(cs)):
                     continue
                 before = len(refs)
                 try:
