@@ -458,7 +458,8 @@ def test_ls_lists_sessions_under_a_claude_home(tmp_path):
     row = fmt.summarize(home / "projects" / "-src-experiments-claude_p" / "29ccd257-68b1-427f-ae5f-6524b7cb6f20.jsonl")
     assert row["id"] == "29ccd257-68b1-427f-ae5f-6524b7cb6f20" and row["subagents"] == 1 and row["steps"] == 1
     assert row["model"] == "claude-opus-4-5-20251101" and row["title"].startswith("Use the Explore task")
-    assert row["tokens"]["output"] > 0 and row["cost"] is None
+    assert row["tokens"] > 0
+    assert row["cost"] is None or row["cost_estimated"] is True  # the record holds no cost: only the price table's estimate
     out = subprocess.run([sys.executable, "-m", "trajkit", "ls", "--json", str(home)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)

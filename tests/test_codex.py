@@ -301,16 +301,32 @@ def test_exec_stream_forms(tmp_path):
 
 
 def test_compressed_rollout_without_zstandard(tmp_path):
-    pytest.importorskip("orjson")
+    """Without the optional zstandard package (its import blocked in a fresh
+    interpreter), a .jsonl.zst rollout is one located diagnostic with the install hint."""
+    import subprocess
+    import sys
+
     f = tmp_path / "rollout-2026-01-01T00-00-00-z.jsonl.zst"
     f.write_bytes(b"\x28\xb5\x2f\xfd" + b"\x00" * 16)
-    try:
-        import zstandard  # noqa: F401
-        pytest.skip("zstandard is installed: the hint path is not reachable")
-    except ImportError:
-        pass
-    s = registry.read(f)
-    assert s.format == "codex" and [d.code for d in s.diagnostics] == ["codex.compressed"]
+    code = ("import sys, json; sys.modules['zstandard'] = None\n"
+            "from trajkit import registry\n"
+            f"s = registry.read({str(f)!r})\n"
+            "print(json.dumps([s.format, [d.code for d in s.diagnostics], [d.message for d in s.diagnostics]]))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    fmt, codes, messages = json.loads(p.stdout)
+    assert fmt == "codex" and codes == ["codex.compressed"] and "pip install zstandard" in messages[0]
+
+
+def test_compressed_rollout_reads_like_the_plain_one(tmp_path):
+    """With zstandard (the `archives` extra), a compressed copy of a rollout gives the same steps."""
+    zstandard = pytest.importorskip("zstandard")
+    plain = PARENT
+    f = tmp_path / (plain.name + ".zst")
+    f.write_bytes(zstandard.ZstdCompressor().compress(plain.read_bytes()))
+    a, b = registry.read(plain), registry.read(f)
+    assert b.format == "codex" and len(a.steps) == len(b.steps) > 0
+    assert [s.action for s in a.steps] == [s.action for s in b.steps]
 
 
 def test_context_replays_history_and_compaction():

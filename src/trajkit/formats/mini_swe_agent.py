@@ -563,7 +563,7 @@ def build_steps(session: Session) -> tuple[list[Step], list[str]]:
 
 def summarize(root: Path, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
     """The ``trajkit ls`` row of one ``.traj.json`` run."""
-    return summary_row(read(Path(root), ReadOptions(max_file_bytes=max_file_bytes, steps=False)), Path(root))
+    return summary_row(read(Path(root), ReadOptions(max_file_bytes=max_file_bytes)), Path(root))
 
 
 # ---------------------------------------------------------------- what the model saw

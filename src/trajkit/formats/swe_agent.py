@@ -62,6 +62,7 @@ from ..model import (
     TrajkitError,
 )
 from ..reading.builder import SessionBuilder
+from ..reading.listing import session_row
 from ..reading.probe import Probe
 from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import blank_safe
@@ -516,30 +517,20 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
 
 
 def summary_row(session: Session, root: Path) -> dict[str, Any]:
-    """A ``trajkit ls`` row from a session read without steps (one file is the whole run)."""
+    """A ``trajkit ls`` row (one file is the whole run: its time is the last update)."""
     import datetime as _dt
 
-    probe = Probe()
-    st = probe.stat(session.source_path)
+    st = Probe().stat(session.source_path)
     o = session.outcome
     title = (session.task or "").strip().splitlines()[0][:120] if session.task else None
-    return {
-        "id": session.id,
-        "path": session.source_path,
-        "title": title,
-        "status": o.status if o is not None else None,
-        "events": len(session.events),
-        "model": session.run.models[0] if session.run.models else None,
-        "cost": session.run.cost_usd,
-        "updated": _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc).isoformat().replace("+00:00", "Z") if st else None,
-        "subagents": 0,
-        "diagnostics": [d.to_dict() for d in session.diagnostics],
-    }
+    updated = _dt.datetime.fromtimestamp(st.st_mtime, _dt.timezone.utc).isoformat().replace("+00:00", "Z") if st else None
+    return session_row(session, title=title, status=o.status if o is not None else None, updated=updated,
+                       diagnostics=[d.to_dict() for d in session.diagnostics])
 
 
 def summarize(root: Path, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
     """The ``trajkit ls`` row of one ``.traj`` run."""
-    return summary_row(read(Path(root), ReadOptions(max_file_bytes=max_file_bytes, steps=False)), Path(root))
+    return summary_row(read(Path(root), ReadOptions(max_file_bytes=max_file_bytes)), Path(root))
 
 
 # ---------------------------------------------------------------- what the model saw

@@ -13,6 +13,7 @@ from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...jsonio import MISSING
 from ...model import ReadOptions, Session, SourceFile
 from ...reading.builder import SessionBuilder
+from ...reading.listing import session_row
 from ...reading.probe import Probe
 from ...vocab.trials import find_results, find_verifier_dir, trial_cost, trial_outcome
 from . import layout
@@ -208,16 +209,6 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     """One ``trajkit ls`` row: id, first prompt (or title), model, steps,
     tokens, cost, last update, path."""
     s = read(Path(root), ReadOptions(max_file_bytes=max_file_bytes))
-    tokens = {"input": 0, "output": 0, "cache_read": 0}
-    any_usage = False
-    for sess in s.walk():
-        for e in sess.events:
-            u = e.model_usage
-            if u is not None:
-                any_usage = True
-                tokens["input"] += u.input or 0
-                tokens["output"] += u.output or 0
-                tokens["cache_read"] += u.cache_read or 0
     title = s.metadata.get("title") or (s.task or "").strip().splitlines()[0][:120] if (s.metadata.get("title") or s.task) else None
     updated = s.run.ended_at
     if updated is None:
@@ -227,17 +218,4 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
             updated = datetime.fromtimestamp(os.stat(root).st_mtime, tz=timezone.utc).isoformat().replace("+00:00", "Z")
         except OSError:
             updated = None
-    return {
-        "id": s.id,
-        "path": s.source_path,
-        "title": title,
-        "status": s.outcome.status if s.outcome is not None else None,
-        "events": len(s.events),
-        "steps": len(s.steps),
-        "tokens": tokens if any_usage else None,
-        "model": s.run.models[0] if s.run.models else None,
-        "cost": s.run.cost_usd,
-        "updated": updated,
-        "subagents": sum(1 for _ in s.walk()) - 1,
-        "diagnostics": [d.to_dict() for d in s.diagnostics if d.severity != INFO],
-    }
+    return session_row(s, title=title, updated=updated)

@@ -36,6 +36,7 @@ from ...model import (
     TrajkitError,
     Usage,
 )
+from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
 from ...reading.probe import Probe
@@ -1056,29 +1057,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
     """One ``trajkit ls`` row: id, first prompt, model, steps, tokens, cost, last update, path."""
     s = _read(Path(os.path.abspath(os.fspath(root))), ReadOptions(max_file_bytes=max_file_bytes), 0, frozenset())
-    return summary_row(s)
-
-
-def summary_row(s: Session) -> dict[str, Any]:
-    """The ``ls`` row of a read session."""
-    usages = [e.model_usage for x in s.walk() for e in x.events if e.model_usage is not None]
-    tokens = sum((u.input or 0) + (u.output or 0) for u in usages) if usages else None
-    costs = [u.cost for u in usages if u.cost is not None]
-    title = (s.task or "").strip().splitlines()[0][:100] if s.task and s.task.strip() else None
-    return {
-        "id": s.id,
-        "path": s.source_path,
-        "title": title,
-        "status": s.outcome.status if s.outcome is not None else None,
-        "events": len(s.events),
-        "steps": len(s.steps),
-        "model": s.run.models[0] if s.run.models else None,
-        "tokens": tokens,
-        "cost": round(sum(costs), 10) if costs else None,
-        "updated": s.run.ended_at,
-        "subagents": sum(1 for _ in s.walk()) - 1,
-        "diagnostics": [d.to_dict() for d in s.diagnostics if d.severity != INFO],
-    }
+    return session_row(s)
 
 
 # ---------------------------------------------------------------- context

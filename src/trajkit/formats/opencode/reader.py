@@ -10,6 +10,7 @@ from typing import Any
 
 from ...diagnostics import ERROR, INFO, Diagnostic
 from ...model import ReadOptions, Session, SourceFile
+from ...reading.listing import session_row
 from ...reading.probe import Probe
 from ...registry import split_member
 from . import native
@@ -370,24 +371,11 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     """One ``trajkit ls`` row: id, title, status, model, steps, tokens, cost, last update, path."""
     p, member = split_member(root)
     s = read(Path(p), ReadOptions(max_file_bytes=max_file_bytes, member=member))
-    calls = [e.model_usage for x in s.walk() for e in x.events if e.model_usage is not None]
     o = s.outcome
     status = None if o is None else ("finished" if o.reached_end else "aborted" if o.human_abort else "error" if o.external_error
                                      else "budget" if o.budget_exhausted else "stopped")
-    return {
-        "id": s.id,
-        "path": os.path.abspath(p) + (f"#{member}" if member else ""),
-        "title": s.metadata.get("title") or (s.task[:80] if s.task else None),
-        "status": status,
-        "events": len(s.events),
-        "steps": len(s.steps),
-        "model": s.run.models[0] if s.run.models else None,
-        "tokens": {"input": sum(u.input or 0 for u in calls), "output": sum(u.output or 0 for u in calls)} if calls else None,
-        "cost": s.run.cost_usd,
-        "updated": s.run.ended_at,
-        "subagents": sum(1 for _ in s.walk()) - 1,
-        "source": s.metadata.get("source"),
-        "diagnostics": [d.to_dict() for d in s.diagnostics],
-    }
+    return session_row(s, path=os.path.abspath(p) + (f"#{member}" if member else ""),
+                       title=s.metadata.get("title") or (s.task[:80] if s.task else None), status=status,
+                       source=s.metadata.get("source"), diagnostics=[d.to_dict() for d in s.diagnostics])
 
 
