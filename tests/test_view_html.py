@@ -431,7 +431,10 @@ def _runs() -> list[Path]:
     # and the example runs every format ships (the only samples of formats the corpus has none of)
     from trajkit.registry import formats as all_formats
 
-    runs += [p for f in all_formats() for p in f.example_paths() if p not in runs]
+    from trajkit.registry import members
+
+    # (a container's examples stand for each of their sessions, FILE#ID)
+    runs += [Path(a) for f in all_formats() for p in f.example_paths() for a in members(p, format=f.name) if Path(a) not in runs]
     return runs
 
 

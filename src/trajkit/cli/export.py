@@ -168,7 +168,7 @@ def _container_members(src: str, format_name: str | None, max_file_bytes: int) -
         addresses = members(src, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
     except TrajkitError:
         return None  # the single-run path says what is wrong
-    if len(addresses) == 1 and split_member(addresses[0])[1] is None:
+    if len(addresses) <= 1:  # one session (read() takes a container's only one): the single-run report
         return None
     return [Path(a) for a in addresses]
 

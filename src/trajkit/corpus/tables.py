@@ -69,7 +69,8 @@ TABLES: dict[str, list[tuple[str, str, str]]] = {
         ("cache_read_tokens", INT, "Prompt tokens read from the provider cache, summed; NULL when none recorded."),
         ("cache_write_tokens", INT, "Prompt tokens written to the provider cache, summed; NULL when none recorded."),
         ("reasoning_tokens", INT, "Output tokens spent reasoning, summed; NULL when none recorded."),
-        ("cost_usd", FLOAT, "The run's LLM cost in USD as the record states it, else the sum of per-call costs; NULL when neither is recorded."),
+        ("cost_usd", FLOAT, "The run's LLM cost in USD as the record states it, else the sum of per-call costs (a call's cost the record lacks is estimated from trajkit's price table); NULL when neither is known."),
+        ("cost_estimated", BOOL, "`cost_usd` includes a price-table estimate (the record states no cost for some call); NULL when `cost_usd` is."),
         ("reached_end", BOOL, "The harness emitted its own end signal; NULL when the format records no end signal."),
         ("claimed_success", BOOL, "The agent / harness declared the task done; NULL when no end signal is recorded."),
         ("end_status", STR, "The native end status as recorded (`finished`, `error`, `agent_timeout` ...)."),
@@ -386,6 +387,9 @@ def run_row(session: Session | None, rid: str, unit: Any, totals: dict[str, Any]
         "cache_read_tokens": _sum([u.cache_read for u in usages]), "cache_write_tokens": _sum([u.cache_write for u in usages]),
         "reasoning_tokens": _sum([u.reasoning for u in usages]),
         "cost_usd": r.cost_usd if r.cost_usd is not None else _sum([u.cost for u in usages]),
+        "cost_estimated": (False if r.cost_usd is not None
+                           else None if _sum([u.cost for u in usages]) is None
+                           else any(u.cost_estimated for u in usages if u.cost is not None)),
         "reached_end": o.reached_end if o is not None else None,
         "claimed_success": o.claimed_success if o is not None else None,
         "end_status": o.status if o is not None else None,
