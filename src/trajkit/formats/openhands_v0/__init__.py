@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ...registry import Format, lazy
 from ...vocab.openhands import V0_TOOLS
-from .layout import CACHE, EVENTS, FLAT, NAME, VIEWS, Layout, locate, sniff, views_present
+from .layout import CACHE, EVENTS, FLAT, HISTORY, NAME, VIEWS, Layout, locate, sniff, views_present
 
 
 def read(root: Path, options=None):
@@ -65,4 +65,4 @@ FORMAT = Format(
 )
 
 
-__all__ = ["FORMAT", "NAME", "FLAT", "EVENTS", "CACHE", "VIEWS", "Layout", "locate", "read", "sniff", "views_present"]
+__all__ = ["FORMAT", "NAME", "FLAT", "EVENTS", "CACHE", "HISTORY", "VIEWS", "Layout", "locate", "read", "sniff", "views_present"]

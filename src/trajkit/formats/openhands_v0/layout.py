@@ -21,6 +21,8 @@ FLAT = "flat_export"
 EVENTS = "events"
 CACHE = "event_cache"
 VIEWS = (FLAT, EVENTS, CACHE)
+#: Where events come as a list held in another record (an evaluation output, a Cloud export).
+HISTORY = "history"
 
 _EVENT_FILE = re.compile(r"^(\d+)\.json$")
 _SHARD_FILE = re.compile(r"^(\d+)-(\d+)\.json$")

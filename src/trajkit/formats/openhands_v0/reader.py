@@ -40,6 +40,7 @@ from .layout import (  # the layouts and the sniff: the light part, which detect
     CACHE,
     EVENTS,
     FLAT,
+    HISTORY,
     Layout,
     NAME,
     VIEWS,
@@ -51,8 +52,6 @@ from .layout import (  # the layouts and the sniff: the light part, which detect
     views_present,
 )
 
-#: Where events come as a list held in another record (an evaluation output, a Cloud export).
-HISTORY = "history"
 #: Views whose ids have gaps by design (filtered lists).
 _GAPPY_VIEWS = (FLAT, HISTORY)
 
