@@ -11,7 +11,7 @@ import pytest
 
 import trajkit
 from trajkit import registry
-from trajkit.formats import openhands_v0 as v0
+from trajkit.formats.openhands_v0 import reader as v0
 from trajkit.model import DetectionError, ReadOptions, StepCountMismatch
 from trajkit.reading.probe import Probe
 from trajkit.registry import steps_per_view

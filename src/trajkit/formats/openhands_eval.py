@@ -57,9 +57,7 @@ from ..reading.probe import Probe
 from ..registry import STRONG, Format, Match, Reject
 from ..vocab.openhands import BUDGET_TEXT, SDK_TOOLS, V0_TOOLS
 from ..vocab.trials import EVAL_TEST_RESULT
-from . import openhands_v0 as v0
-from .openhands_sdk import outcome as sdk_outcome
-from .openhands_sdk.reader import StateView, ingest_events
+from .openhands_v0 import HISTORY
 
 NAME = "openhands-eval"
 CLOUD_NAME = "openhands-cloud"
@@ -68,7 +66,6 @@ CLOUD_NAME = "openhands-cloud"
 RESULT_KIND = EVAL_TEST_RESULT
 
 V0, V0_PAIRS, SDK = "v0", "v0-pairs", "sdk"
-HISTORY = v0.HISTORY
 
 #: Members an EvalOutput record may hold besides ``instance_id`` (V0 and SDK harnesses).
 RECORD_KEYS = ("instruction", "history", "test_result", "metrics", "error", "metadata", "instance", "attempt",
@@ -291,6 +288,11 @@ def read_history(s: Session, history: Any, path: str, line: int | None, where: s
     steps, usage, outcome) through the V0 or SDK reader's own pipeline; the
     native ids read, for the file accounting. ``where`` names the list
     (``history``, ``events``) in diagnostics."""
+    # the V0 and SDK readers, imported on first use: detection imports this module
+    from .openhands_sdk import outcome as sdk_outcome
+    from .openhands_sdk.reader import StateView, ingest_events
+    from .openhands_v0 import reader as v0
+
     ids: list = []
     if history is None:
         s.diag("eval.history-missing", f"no {where}: the record holds no events, so there are no steps", WARNING, file=path, line=line)

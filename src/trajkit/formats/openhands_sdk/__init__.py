@@ -3,6 +3,11 @@
 Public face: :data:`FORMAT` (registered in :mod:`trajkit.registry`),
 :func:`read`, :func:`find_sessions`, :func:`conversation_dir` and
 :func:`rebuild_context` ("what the model saw").
+
+Detection imports this module for every command, so it holds only the
+sniff and the :class:`~trajkit.registry.Format`; the reader (:mod:`.reader`,
+:mod:`.views`, :mod:`.tree`, ...) is imported on the first read
+(``registry.lazy``; ``tests/test_light_formats.py`` checks it).
 """
 
 from __future__ import annotations
@@ -11,10 +16,11 @@ import os
 from pathlib import Path
 
 from ...reading.probe import Probe
-from ...registry import STRONG, WEAK, Format, Match, Reject
+from ...registry import STRONG, WEAK, Format, Match, Reject, lazy
 from ...vocab.openhands import SDK_TOOLS
 from .layout import CLOUD_EVENT_NAME, EVENT_NAME, conversation_dir, find_sessions, is_bare_event_dir, is_conversation_dir
-from .reader import FORMAT_NAME, read
+
+FORMAT_NAME = "openhands-sdk"
 
 
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
@@ -37,6 +43,13 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if is_bare_event_dir(root, probe):
         return Match(root, fingerprint, STRONG, "SDK event files directly in the folder (no events/ parent, no base_state.json)")
     return Match(root, fingerprint, WEAK, "agent-server meta.json without base_state.json")
+
+
+def read(root, options=None):
+    """Read a conversation directory (see :func:`.reader.read`)."""
+    from .reader import read as _read
+
+    return _read(root, options)
 
 
 def summarize(root, max_file_bytes: int = 1 << 30) -> dict:
@@ -64,7 +77,7 @@ FORMAT = Format(
     fingerprints=("base_state.json", "events/event-*.json", "meta.json", "event-*.json", "event_*.json"),
     priority=50,
     sniff=sniff,
-    read=read,
+    read=lazy("trajkit.formats.openhands_sdk.reader:read"),
     find_sessions=find_sessions,
     summarize=summarize,
     context=rebuild_context,

@@ -1,24 +1,6 @@
-"""Rollout traces: the per-call records a capture proxy writes between an
-agent and an OpenAI-compatible server (format name ``rollout-trace``).
-
-A rollout is a directory holding ``trace.json`` (a JSON array, or a dict
-wrapping one) or ``trace.jsonl`` / ``proxy_trace.jsonl`` (one record per
-line), optionally with ``task.json``, ``visible_tests.txt``,
-``held_out_tests.json`` and ``summary.json``; a trace file on its own reads
-too. Each record is one captured model call in the OpenEnv interception-proxy
-``TurnRecord`` shape (``turn``, ``request``, ``response``, ``logprobs``,
-``completion_tokens``, ``completion_token_ids``, ``per_token_logps``,
-``finish_reason``, ``latency_s``, ``timestamp``); see
-``shared/formats/opencode.md`` §2.
-
-The session unrolls the agent's conversation: the system and user messages
-of the first agent call, one assistant event per captured call (``raw`` is
-the whole record), and one observation per tool result that a later request
-carries. Bookkeeping calls (title generator, summariser) stay events of kind
-``other``; failed upstream calls are ``error`` events. Token ids and logprobs
-are parsed per call by :func:`trajkit.rl.calls.parse_call`, which
-:mod:`trajkit.rl.turns` builds training turns from.
-"""
+"""Reading a rollout trace (format ``rollout-trace``; the format's face,
+its sniff and :data:`~trajkit.formats.rollout_trace.FORMAT`, is the
+package's ``__init__``). See the package docstring for the record shape."""
 
 from __future__ import annotations
 
@@ -30,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ..jsonio import MISSING, loads
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...jsonio import MISSING, loads
+from ...model import (
     ACTION,
     ERROR_EVENT,
     MESSAGE,
@@ -48,84 +30,17 @@ from ..model import (
     Step,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.io import iter_jsonl, read_capped
-from ..reading.pairing import pair_by_call_id
-from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match, Reject
-from ..rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
-from ..vocab.opencode import OPENCODE_TOOLS
-from ..vocab.trials import find_verifier_dir
-
-NAME = "rollout-trace"
-
-#: Trace file names a rollout directory may hold, in the order they are preferred.
-TRACE_NAMES = ("trace.jsonl", "trace.json", "proxy_trace.jsonl", "proxy_trace.json")
-#: Other files a rollout directory may hold, and their role.
-SIDECARS = {
-    "task.json": "task",
-    "summary.json": "summary",
-    "visible_tests.txt": "visible_tests",
-    "held_out_tests.json": "held_out_tests",
-    "turns.json": "derived",
-    "turns.jsonl": "derived",
-    "proxy.json": "proxy",
-    "opencode.jsonl": "agent_events",
-}
+from ...reading.builder import SessionBuilder
+from ...reading.io import iter_jsonl, read_capped
+from ...reading.pairing import pair_by_call_id
+from ...reading.probe import Probe
+from ...rl.calls import AGENT, OTHER_PURPOSE, ModelCall, classify, message_text, parse_call, proxy_notes, tool_calls_of
+from ...vocab.opencode import OPENCODE_TOOLS
+from ...vocab.trials import find_verifier_dir
+from .detect import NAME, SIDECARS, TRACE_NAMES, trace_file_in
 
 #: Single-argument renderings for opencode's tools (``bash`` renders as its command).
 OPENCODE_SINGLE_ARGUMENT = OPENCODE_TOOLS.single_argument()
-
-_HEAD_BYTES = 1 << 16
-
-
-# ---------------------------------------------------------------- detection
-
-
-def looks_like_trace(path: Path | str, probe: Probe | None = None) -> bool:
-    """Whether a file's first bytes look like a rollout trace (records with a request)."""
-    head = (probe or Probe()).head(path, _HEAD_BYTES).lstrip(b"\xef\xbb\xbf \t\r\n")
-    if not head[:1] in (b"{", b"["):
-        return False
-    return b'"request"' in head and (b'"response"' in head or b'"turn"' in head)
-
-
-def trace_file_in(directory: Path, probe: Probe | None = None) -> Path | None:
-    """The trace file a rollout directory holds, if any."""
-    probe = probe or Probe()
-    names = probe.listdir(directory)
-    if not names:
-        return None
-    base = str(directory) + os.sep
-    for name in TRACE_NAMES:
-        if name in names and probe.is_file(base + name):
-            return directory / name
-    for pattern in ("proxy_trace*.jsonl", "proxy_trace*.json"):
-        extra = sorted(n for n in names if fnmatch.fnmatchcase(n, pattern))
-        if extra:
-            return directory / extra[0]
-    return None
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if probe.is_file(candidate):
-        if looks_like_trace(candidate, probe):
-            return Match(candidate, fingerprint, STRONG, f"{candidate.name} holds captured model-call records")
-        return Reject(f"{candidate.name} does not start like captured model-call records")
-    trace = trace_file_in(candidate, probe)
-    if trace is None:
-        return Reject("no trace file (trace.json[l] or proxy_trace*.json[l]) here")
-    if not looks_like_trace(trace, probe):
-        if trace.name in TRACE_NAMES:
-            # Named like a trace but empty, cut or damaged: still a rollout
-            # directory, so the reader can say what is wrong with it.
-            return Match(candidate, fingerprint, WEAK, f"{trace.name} is named like a trace but does not start like one")
-        return Reject(f"{trace.name} does not start like captured model-call records")
-    strength = STRONG if trace.name in TRACE_NAMES else WEAK
-    return Match(candidate, fingerprint, strength, f"{trace.name} holds captured model-call records")
-
-
-# ---------------------------------------------------------------- reading
 
 
 def _iso(ts: Any) -> str | None:
@@ -556,16 +471,3 @@ def model_calls(session: Session) -> list[tuple[ModelCall, Any, Any]]:
             out.append((parse_call(e.raw, len(out)), e.id, e.ref.line_start if e.ref else None))
     classify([c for c, _, _ in out])
     return out
-
-
-FORMAT = Format(
-    name=NAME,
-    description="Captured model calls of an agent rollout (capture-proxy trace.json / trace.jsonl)",
-    fingerprints=TRACE_NAMES + ("proxy_trace*.jsonl", "proxy_trace*.json"),
-    priority=40,
-    sniff=sniff,
-    read=read,
-    model_calls=model_calls,
-    tools=OPENCODE_TOOLS,
-    examples=(str(Path(__file__).parent / "fixtures" / "rollout-trace" / "rollout"),),
-)

@@ -1,0 +1,87 @@
+"""Startup cost of a whole ``trajkit`` process (issue 15): ``trajkit steps``
+on a small run against ``python -c "import trajkit"``.
+
+Each command runs as a fresh process; its CPU time (user + system, from
+``getrusage(RUSAGE_CHILDREN)``) is what is compared, since on a shared,
+loaded machine wall time mostly measures the other processes. The commands
+are interleaved round by round, and min / median per command are reported,
+with each one's ratio to ``import trajkit``.
+
+``--src DIR`` adds a second set of the same commands run against another
+source tree (``PYTHONPATH=DIR``, e.g. a worktree of the commit before a
+change), interleaved with the first, so before and after are measured
+under the same load.
+
+    .venv/bin/python benchmarks/bench_startup.py --rounds 15
+    .venv/bin/python benchmarks/bench_startup.py --rounds 15 --src /tmp/base/src
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+RUN = REPO / "examples" / "openhands-v0-trial"
+
+
+def commands(py: str, run: Path) -> dict[str, list[str]]:
+    cli = [py, "-m", "trajkit"]
+    return {
+        "python -c pass": [py, "-c", "pass"],
+        "import trajkit": [py, "-c", "import trajkit"],
+        "import + formats()": [py, "-c", "import trajkit.registry as r; r.formats()"],
+        "trajkit --version": cli + ["--version"],
+        "steps (table)": cli + ["steps", str(run)],
+        "steps --json": cli + ["steps", str(run), "--json"],
+        "steps --jsonl": cli + ["steps", str(run), "--jsonl"],
+    }
+
+
+def cpu_of(cmd: list[str], env: dict[str, str]) -> float:
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-500:]}")
+    return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--run", type=Path, default=RUN, help="the small run `steps` reads (default: examples/openhands-v0-trial)")
+    ap.add_argument("--src", type=Path, default=None, help="also time this source tree (PYTHONPATH), interleaved")
+    args = ap.parse_args(argv)
+    py = sys.executable
+    sets = {"this tree": dict(os.environ, PYTHONPATH=str(REPO / "src"))}
+    if args.src is not None:
+        sets[f"--src {args.src}"] = dict(os.environ, PYTHONPATH=str(args.src))
+    cmds = commands(py, args.run.resolve())
+    times: dict[tuple[str, str], list[float]] = {(s, c): [] for s in sets for c in cmds}
+    for r in range(args.rounds):
+        for c, cmd in cmds.items():
+            for s, env in sets.items():
+                times[(s, c)].append(cpu_of(cmd, env))
+        print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
+    load = os.getloadavg()[0]
+    print(f"CPU ms per process (user+sys), {args.rounds} interleaved rounds, load average {load:.1f} on {os.cpu_count()} CPUs")
+    for s in sets:
+        base = times[(s, "import trajkit")]
+        bmin, bmed = min(base), statistics.median(base)
+        print(f"\n{s}")
+        print(f"{'command':22s} {'min':>7s} {'median':>7s}  {'x import (min/median)':>22s}")
+        for c in cmds:
+            v = times[(s, c)]
+            print(f"{c:22s} {min(v) * 1000:7.1f} {statistics.median(v) * 1000:7.1f}  "
+                  f"{min(v) / bmin:9.2f} / {statistics.median(v) / bmed:4.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

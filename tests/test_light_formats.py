@@ -1,0 +1,157 @@
+"""Detection stays light: every command imports every format's module to
+detect, so a format's module (its face: the Format, fingerprints and
+``sniff``) must not pull in its reader, rich, click or the consumers.
+
+Each built-in format (every row of ``registry.BUILTIN_FORMATS``, so formats
+added later are covered without editing this file) declares ``read`` as a
+``registry.lazy("module:attr")``; these tests run real subprocesses and read
+``sys.modules`` after loading every format and detecting every shipped
+example, and check that no module a format declares lazily was imported,
+nor any module on the deny list below. The startup cost this guards is
+measured in ``benchmarks/bench_startup.py`` (issue 15: ``trajkit steps`` on a
+small run at most 2x ``import trajkit``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from trajkit import registry
+
+#: Packages detection never needs: terminal output, the CLI framework, the
+#: step renderer and every consumer. A format's face may import the model,
+#: diagnostics, jsonio, the reading toolkit's io/probe, the registry and its
+#: tool table (vocab), nothing more.
+DENIED = (
+    "rich", "click", "trajkit.steps", "trajkit.rl", "trajkit.export", "trajkit.certify", "trajkit.view",
+    "trajkit.corpus", "trajkit.spec", "trajkit.bench", "trajkit.cli", "trajkit.reading.builder",
+    "trajkit.reading.pairing",
+)
+
+#: Built-in formats still one module holding sniff and reader (merged before
+#: this check existed): not checked here yet. Each must still read through a
+#: plain function (so a split one leaves this list); split it into a face and
+#: a reader behind ``registry.lazy`` (see formats/openhands_v0/) to remove it.
+NOT_YET_LIGHT = {"swe-agent", "mini-swe-agent", "openhands-eval", "openhands-cloud", "openhands-completions", "terminus2"}
+
+_PROBE = r"""
+import json, sys
+from pathlib import Path
+from trajkit import registry
+from trajkit.reading.probe import Probe
+name = sys.argv[1]
+fmt = registry.get_format(name)  # imports this format's module alone
+for example in fmt.examples:  # what detection asks of the format: its sniff, on every fingerprint
+    for fp in fmt.fingerprints:
+        try:
+            fmt.sniff(Probe(), Path(example), fp)
+        except Exception:
+            pass
+print(json.dumps({"modules": sorted(sys.modules), "problems": [d.message for d in registry.load_problems()]}))
+"""
+
+
+def _loaded_after(code: str, *args: str) -> dict:
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _lazy_modules(fmt: registry.Format) -> set[str]:
+    """The modules ``fmt`` names in its lazy capabilities."""
+    out = set()
+    for attr in ("read", "find_sessions", "summarize", "views", "context", "model_calls", "members"):
+        v = getattr(fmt, attr)
+        if isinstance(v, registry.lazy):
+            out.add(v.ref.partition(":")[0])
+    return out
+
+
+def _under(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def _heavy(name: str) -> list[str]:
+    """What loading format ``name`` alone and detecting each of its examples
+    imported that detection must not: denied packages, and the modules any
+    built-in format declares lazily (its own reader included)."""
+    got = _loaded_after(_PROBE, name)
+    assert not got["problems"], got["problems"]
+    readers = set().union(*(_lazy_modules(registry.get_format(n)) for n in registry.BUILTIN_FORMATS))
+    return [m for m in got["modules"] if _under(m, DENIED) or m in readers]
+
+
+def test_every_builtin_format_reads_through_a_lazy_reader():
+    builtins = [registry.get_format(name) for name in registry.BUILTIN_FORMATS]
+    assert len(builtins) == len(registry.BUILTIN_FORMATS) >= 3
+    assert NOT_YET_LIGHT <= set(registry.BUILTIN_FORMATS)
+    for fmt in builtins:
+        if fmt.name in NOT_YET_LIGHT:
+            assert not isinstance(fmt.read, registry.lazy), f"{fmt.name} reads lazily now: remove it from NOT_YET_LIGHT"
+            continue
+        assert isinstance(fmt.read, registry.lazy), f"{fmt.name}: read must be registry.lazy('module:attr'), not {fmt.read!r}"
+        face = registry.BUILTIN_FORMATS[fmt.name].partition(":")[0]
+        for mod in _lazy_modules(fmt):
+            assert mod != face, f"{fmt.name}: {mod} is the face itself; the lazy reader must be another module"
+
+
+def test_loading_and_detecting_each_format_imports_no_reader_no_rich_no_click():
+    bad = {}
+    for name in registry.BUILTIN_FORMATS:
+        if name in NOT_YET_LIGHT:
+            continue
+        heavy = _heavy(name)
+        if heavy:
+            bad[name] = heavy
+    assert not bad, f"detection imported reader-side modules: {bad}"
+
+
+def test_steps_on_a_v0_trial_loads_only_the_v0_reader(tmp_path):
+    """A whole ``trajkit steps --json`` on a V0 example: the V0 reader
+    loads, no other format's reader does, nor rich."""
+    v0 = registry.get_format("openhands-v0")
+    example = v0.examples[0]
+    code = (
+        "import json, sys\n"
+        "from trajkit.cli import main\n"
+        "try:\n"
+        f"    main(['steps', {example!r}, '--json'])\n"
+        "except SystemExit as e:\n"
+        "    assert not e.code, e.code\n"
+        "print()\n"
+        "print(json.dumps({'modules': sorted(sys.modules), 'problems': []}))\n"
+    )
+    loaded = set(_loaded_after(code)["modules"])
+    own = _lazy_modules(v0)
+    assert own <= loaded
+    others = set().union(*(_lazy_modules(registry.get_format(n)) for n in registry.BUILTIN_FORMATS if n != v0.name))
+    assert not (others - own) & loaded, sorted((others - own) & loaded)
+    assert not [m for m in loaded if _under(m, ("rich",))]
+
+
+def test_the_probe_sees_a_heavy_face(tmp_path):
+    """The check can fail: a plugin-style format whose face imports its
+    reader (and rich) is caught by the same probe."""
+    pkg = tmp_path / "heavyfmt"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import rich.console\n"
+        "from trajkit.registry import Format, Reject, lazy\n"
+        "from . import reader\n"
+        "FORMAT = Format(name='heavy', description='x', fingerprints=('heavy.json',), priority=1,\n"
+        "                sniff=lambda p, c, f: Reject('no'), read=lazy('heavyfmt.reader:read'))\n"
+    )
+    (pkg / "reader.py").write_text("def read(root, options):\n    raise NotImplementedError\n")
+    code = (
+        f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import json\n"
+        "from trajkit import registry\n"
+        "from trajkit.registry import FormatEntry, _load\n"
+        "fmt = _load(FormatEntry('heavy', 'heavyfmt:FORMAT', 'test'))\n"
+        "print(json.dumps({'modules': sorted(sys.modules), 'problems': [], 'ref': fmt.read.ref}))\n"
+    )
+    got = _loaded_after(code)
+    loaded = got["modules"]
+    assert "heavyfmt.reader" in loaded and any(_under(m, DENIED) for m in loaded)
