@@ -42,7 +42,6 @@ and JSON codes of :mod:`trajkit.reading.io`.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ from ..registry import STRONG, WEAK, Format, Match, Reject
 from ..steps import blank_safe, render_action
 from ..vocab.swe_agent import MINI_SWE_AGENT_TOOLS
 from ..vocab.trials import TERMINAL_BENCH, trial_outcome
-from .swe_agent import exit_outcome, summary_row, swebench_result
+from .swe_agent import _text, exit_outcome, files_ending, summary_row, swebench_result
 
 NAME = "mini-swe-agent"
 SUFFIX = ".traj.json"
@@ -120,26 +119,10 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 
 def find_sessions(root: Path, diagnostics: list | None = None) -> list[Path]:
     """Every ``.traj.json`` file under ``root``."""
-    root = Path(root)
-    if root.is_file():
-        return [root] if root.name.endswith(SUFFIX) else []
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(SUFFIX) and not f.startswith(".")]
-    return out
+    return files_ending(root, SUFFIX)
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [c.get("text") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)]
-        return "\n".join(parts) if parts else None
-    return None
 
 
 def _has_fence(content: Any) -> bool:

@@ -120,16 +120,21 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     return Match(candidate, fingerprint, WEAK, f"{candidate.name} is named like a SWE-agent trajectory")
 
 
-def find_sessions(root: Path, diagnostics: list | None = None) -> list[Path]:
-    """Every ``.traj`` file under ``root`` (a run folder holds one per instance)."""
+def files_ending(root: Path, suffix: str) -> list[Path]:
+    """Every file under ``root`` whose name ends with ``suffix`` (hidden entries skipped), in name order."""
     root = Path(root)
     if root.is_file():
-        return [root] if root.name.endswith(SUFFIX) else []
+        return [root] if root.name.endswith(suffix) else []
     out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(SUFFIX) and not f.startswith(".")]
+        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(suffix) and not f.startswith(".")]
     return out
+
+
+def find_sessions(root: Path, diagnostics: list | None = None) -> list[Path]:
+    """Every ``.traj`` file under ``root`` (a run folder holds one per instance)."""
+    return files_ending(root, SUFFIX)
 
 
 # ---------------------------------------------------------------- reading helpers
