@@ -160,7 +160,7 @@ def _container_members(src: str, format_name: str | None, max_file_bytes: int) -
     """The sessions of ``src`` when it is a file holding several (an
     evaluation output.jsonl; ``FILE#ID`` names one), else None."""
     from ..model import ReadOptions, TrajkitError
-    from ..registry import members, split_member
+    from ..registry import members
 
     if "#" not in src and Path(src).is_dir():
         return None

@@ -33,7 +33,6 @@ no call are model calls, not steps.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any

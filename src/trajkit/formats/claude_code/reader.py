@@ -25,13 +25,12 @@ the event whose ``raw`` is the whole row, each further block an event
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...diagnostics import INFO, WARNING
 from ...jsonio import MISSING
 from ...model import (
     ACTION,
@@ -59,7 +58,6 @@ from ...reading.builder import SessionBuilder
 from ...reading.io import JsonLine
 from ...steps import render_action
 from ...vocab.claude_code import CLAUDE_CODE_TOOLS
-from ...vocab.trials import find_results, find_verifier_dir, trial_cost, trial_outcome
 from . import layout
 
 NAME = "claude-code"

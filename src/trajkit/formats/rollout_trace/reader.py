@@ -5,7 +5,6 @@ package's ``__init__``). See the package docstring for the record shape."""
 from __future__ import annotations
 
 import fnmatch
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
