@@ -14,6 +14,12 @@ Engines:
 - ``process``: the default; ``jobs`` worker processes
   (:class:`concurrent.futures.ProcessPoolExecutor`), at most ``2 * jobs``
   batches in flight, so the driver's memory does not grow with the corpus.
+  Workers come from a *forkserver* (where the platform has one), never from a
+  plain ``fork`` of the driver: the driver runs threads (the index finds runs
+  in a background thread while the first batches are read), and a child forked
+  while another thread holds a lock (the import lock, a queue's) waits on it
+  forever. The forkserver imports the task's module once, so each worker
+  starts from a warm copy.
 - ``ray``: Ray Data (``pip install 'trajkit[ray]'``, imported only here and
   only when asked). ``address`` joins a running cluster; otherwise a local
   ``ray.init(num_cpus=jobs)``.
@@ -136,12 +142,30 @@ def _chain(a: list[Any], b: list[Any], rest: Iterator[list[Any]]) -> Iterator[li
     yield from rest
 
 
+def _pool_context(task: Callable[[Any], Any]) -> Any:
+    """A multiprocessing context safe to start workers from a driver that runs
+    threads: forkserver (preloading trajkit and the task's module) where there
+    is one, else spawn."""
+    import multiprocessing
+
+    methods = multiprocessing.get_all_start_methods()
+    if "forkserver" not in methods:  # pragma: no cover - not POSIX
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    preload = ["trajkit", "trajkit.corpus.run"]
+    mod = getattr(task, "__module__", None) or getattr(type(task), "__module__", None)
+    if isinstance(mod, str) and mod.startswith("trajkit"):
+        preload.append(mod)
+    ctx.set_forkserver_preload(preload)
+    return ctx
+
+
 def _run_process(task: Callable[[Any], Any], chunks: Iterator[list[Any]], jobs: int) -> Iterator[Batch]:
     from concurrent.futures import ProcessPoolExecutor
 
     pending: deque = deque()
     n = 0
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(task)) as pool:
         for chunk in chunks:
             pending.append((n, chunk, pool.submit(_apply, task, chunk)))
             n += 1
