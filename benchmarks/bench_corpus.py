@@ -61,8 +61,14 @@ print(json.dumps({{"n": n, "seconds": dt, "cpu": cpu, "rss_mb": self_ru.ru_maxrs
 def samples() -> list[Path]:
     sys.path.insert(0, str(REPO / "src"))
     from trajkit.corpus import discover
+    from trajkit.registry import split_member
 
-    return [Path(os.path.abspath(r.path)) for r in discover([SHARED / "corpus"])]
+    out: list[Path] = []
+    for r in discover([SHARED / "corpus"]):
+        p = Path(os.path.abspath(split_member(r.path)[0]))  # a container's sessions: the container, once
+        if p not in out:
+            out.append(p)
+    return out
 
 
 def build_corpus(n: int) -> Path:
