@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import openhands_eval_build as build  # noqa: E402
 from trajkit import registry  # noqa: E402
-from trajkit.formats import openhands_eval  # noqa: E402
+from trajkit.formats.openhands_eval import index as eval_index  # noqa: E402
 
 
 SIZES = (20, 40, 60, 100, 200, 400)
@@ -108,7 +108,7 @@ def floor(path: Path) -> int:
 
 
 def trajkit_steps(path: Path) -> int:
-    openhands_eval._INDEXES.clear()  # cold: the index is built in the timed read
+    eval_index._INDEXES.clear()  # cold: the index is built in the timed read
     steps = 0
     for s in registry.read_all(path, format="openhands-eval"):
         steps += len(s.steps)

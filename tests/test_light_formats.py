@@ -30,12 +30,6 @@ DENIED = (
     "trajkit.reading.pairing",
 )
 
-#: Built-in formats still one module holding sniff and reader (merged before
-#: this check existed): not checked here yet. Each must still read through a
-#: plain function (so a split one leaves this list); split it into a face and
-#: a reader behind ``registry.lazy`` (see formats/openhands_v0/) to remove it.
-NOT_YET_LIGHT = {"swe-agent", "mini-swe-agent", "openhands-eval", "openhands-cloud", "openhands-completions", "terminus2"}
-
 _PROBE = r"""
 import json, sys
 from pathlib import Path
@@ -86,11 +80,7 @@ def _heavy(name: str) -> list[str]:
 def test_every_builtin_format_reads_through_a_lazy_reader():
     builtins = [registry.get_format(name) for name in registry.BUILTIN_FORMATS]
     assert len(builtins) == len(registry.BUILTIN_FORMATS) >= 3
-    assert NOT_YET_LIGHT <= set(registry.BUILTIN_FORMATS)
     for fmt in builtins:
-        if fmt.name in NOT_YET_LIGHT:
-            assert not isinstance(fmt.read, registry.lazy), f"{fmt.name} reads lazily now: remove it from NOT_YET_LIGHT"
-            continue
         assert isinstance(fmt.read, registry.lazy), f"{fmt.name}: read must be registry.lazy('module:attr'), not {fmt.read!r}"
         face = registry.BUILTIN_FORMATS[fmt.name].partition(":")[0]
         for mod in _lazy_modules(fmt):
@@ -100,8 +90,6 @@ def test_every_builtin_format_reads_through_a_lazy_reader():
 def test_loading_and_detecting_each_format_imports_no_reader_no_rich_no_click():
     bad = {}
     for name in registry.BUILTIN_FORMATS:
-        if name in NOT_YET_LIGHT:
-            continue
         heavy = _heavy(name)
         if heavy:
             bad[name] = heavy

@@ -1,46 +1,4 @@
-"""Terminus and Terminus-2 episode folders of terminal-bench trials (format
-name ``terminus2``).
-
-Format notes: ``shared/formats/terminus2.md``. Terminus-2 logs one folder
-per LLM turn, ``agent-logs/episode-<N>/``, holding ``prompt.txt`` (the user
-message of that turn), ``response.txt`` (the model's raw answer: JSON, often
-with prose or a code fence around it, or the XML variant) and an optional
-``debug.json`` (LiteLLM's logger dictionary for the call: the request, and
-sometimes the response with its usage). Terminus (1) writes ``response.json``
-(``state_analysis``, ``explanation``, ``commands[{keystrokes, is_blocking,
-timeout_sec}]``, ``is_task_complete``) instead. Around the folders sits a
-terminal-bench trial: ``results.json`` (the harness's verdict),
-``commands.txt``, ``panes/`` and ``sessions/`` recordings.
-
-Events, per episode in numeric order: the prompt (a user message for the
-first episode; the observation of the previous episode's last command when
-that episode had commands; else a harness message), the response (an
-assistant action with one ``bash_command`` call per command, plus a
-``mark_task_complete`` call when it says the task is complete; an assistant
-message when it has no commands) and ``debug.json`` (an event of kind
-``other``). Tool calls come from Terminus's own lenient reading of the
-response (the outermost JSON object inside the text, or the XML variant), so
-exports keep every command the harness executed.
-
-Steps follow agent-eval's ``terminus2_commands`` rule (CodeTraceBench's
-Terminus-2 rows): one step per ``commands[]`` entry of a response that
-parses *strictly* as one JSON object, episodes in numeric order; blank
-keystrokes count; the observation goes on the episode's last command (the
-text after the first ``New Terminal Output:`` of the next episode's prompt,
-else that whole prompt, stripped); ``analysis``/``plan`` become the first
-step's thinking. Where the strict rule finds no commands but Terminus's
-lenient reading does, a ``terminus2.commands-not-counted`` diagnostic (and
-``metadata["uncounted_commands"]``) says so: they are not extra steps.
-
-Diagnostic codes (see ``docs/diagnostics.md``): ``terminus2.not-a-trial``,
-``terminus2.no-episodes``, ``terminus2.episode-gap``,
-``terminus2.no-response``, ``terminus2.no-prompt``,
-``terminus2.response-not-json``, ``terminus2.response-not-object``,
-``terminus2.commands-not-list``, ``terminus2.commands-not-counted``,
-``terminus2.bad-command``, ``terminus2.not-executed``,
-``terminus2.output-length-error``, ``terminus2.not-utf8``,
-``terminus2.unknown-file``.
-"""
+"""The Terminus / Terminus-2 reader (see the package docstring: :mod:`trajkit.formats.terminus2`)."""
 
 from __future__ import annotations
 
@@ -49,9 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import ERROR, INFO, WARNING
-from ..jsonio import MISSING, dumps_python, loads
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING
+from ...jsonio import MISSING, dumps_python, loads
+from ...model import (
     ACTION,
     MESSAGE,
     OBSERVATION,
@@ -65,92 +23,18 @@ from ..model import (
     TrajkitError,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.probe import Probe
-from ..registry import STRONG, Format, Match, Reject
-from ..steps import blank_safe
-from ..vocab import FINISH_OP, SHELL_OP, ToolSpec, ToolTable
-from ..vocab.trials import TERMINAL_BENCH, find_results, find_verifier_dir, trial_outcome
+from ...reading.builder import SessionBuilder
+from ...reading.probe import Probe
+from ...steps import blank_safe
+from ...vocab.trials import TERMINAL_BENCH, find_results, find_verifier_dir, trial_outcome
+from .detect import LOGS, NAME, TERMINUS_TOOLS, TRIAL_DIRS, _episodes, locate
 
-NAME = "terminus2"
-
-#: Terminus's two tools, as Harbor's native Terminus-2 ATIF names them: one
-#: ``bash_command`` per command (it renders as its keystrokes) and
-#: ``mark_task_complete`` for ``task_complete: true``.
-TERMINUS_TOOLS = ToolTable.of(
-    "terminus",
-    ToolSpec("bash_command", SHELL_OP, single="keystrokes"),
-    ToolSpec("mark_task_complete", FINISH_OP),
-)
-
-EPISODE = re.compile(r"^episode-(\d+)$")
-LOGS = "agent-logs"
 #: The files an episode folder may hold, and their role.
 EPISODE_FILES = {"prompt.txt": "prompt", "response.txt": "response", "response.json": "response", "debug.json": "debug"}
-#: Trial files and folders beside ``agent-logs/`` (terminal-bench ``TrialHandler``).
-TRIAL_FILES = {"results.json": "results", "commands.txt": "keystrokes"}
-TRIAL_DIRS = {"panes": "pane", "sessions": "recording"}
 
 OUTPUT_MARKER = "New Terminal Output:"
 SCREEN_MARKER = "Current Terminal Screen:"
 _LENGTH_ERROR = "ERROR!! NONE of the actions you just requested were performed"
-
-
-# ---------------------------------------------------------------- detection
-
-
-def _episodes(probe: Probe, logs: Path | str) -> list[tuple[int, str]]:
-    """The ``episode-<N>`` folders of ``logs``, in numeric order."""
-    out = []
-    for name in probe.scan(logs)[0]:
-        m = EPISODE.match(name)
-        if m:
-            out.append((int(m.group(1)), name))
-    out.sort()
-    return out
-
-
-def _has_response(probe: Probe, logs: Path) -> bool:
-    base = str(logs) + os.sep
-    dirs = probe.scan(base[:-1])[0]
-    for name in sorted(dirs, key=lambda n: (len(n), n)):  # episode-0 first: usually one listing answers
-        if EPISODE.match(name):
-            files = probe.scan(base + name)[1]
-            if "response.txt" in files or "response.json" in files:
-                return True
-    return False
-
-
-def locate(probe: Probe, path: Path) -> tuple[Path, Path] | None:
-    """``(root, logs)`` for a path that is, or is inside, a Terminus trial:
-    the trial folder around ``agent-logs/`` (or a bare folder of episodes)
-    and the folder holding the episodes; None when there is none."""
-    if probe.is_file(path):
-        path = path.parent
-    elif not probe.is_dir(path):
-        return None
-    if EPISODE.match(path.name):
-        logs = path.parent
-    elif path.name == LOGS:
-        logs = path
-    elif path.name in TRIAL_DIRS and probe.is_dir(path.parent / LOGS):
-        logs = path.parent / LOGS
-    elif probe.is_dir(path / LOGS):
-        logs = path / LOGS
-    else:
-        logs = path
-    if not _has_response(probe, logs):
-        return None
-    return (logs.parent if logs.name == LOGS else logs), logs
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    found = locate(probe, candidate)
-    if found is None:
-        return Reject("no episode-<N>/ folder holding response.txt or response.json")
-    root, logs = found
-    return Match(root, fingerprint, STRONG, f"{os.path.relpath(logs, root) if logs != root else '.'}/episode-<N>/ folders with Terminus responses",
-                 hint=(root, logs))
 
 
 # ---------------------------------------------------------------- responses
@@ -684,34 +568,3 @@ def _differences(rebuilt: list[dict[str, Any]], logged: list[Any]) -> list[str]:
         elif m.get("role") != a["role"] or m.get("content") != a["content"]:
             out.append(f"message {i}: {a['role']} differs from the logged {m.get('role')}")
     return out
-
-
-FORMAT = Format(
-    name=NAME,
-    description="Terminus / Terminus-2 episode folders (agent-logs/episode-<N>/) of terminal-bench trials",
-    fingerprints=(
-        "agent-logs/episode-*/response.txt",
-        "agent-logs/episode-*/response.json",
-        "episode-*/response.txt",
-        "episode-*/response.json",
-        "response.txt",
-        "response.json",
-        "prompt.txt",
-        "debug.json",
-        "panes/*",
-        "sessions/*",
-    ),
-    priority=45,
-    sniff=sniff,
-    read=read,
-    context=context,
-    tools=TERMINUS_TOOLS,
-    examples=tuple(
-        str(Path(__file__).resolve().parent / "fixtures" / NAME / sub / trial)
-        for sub, trial in (
-            ("basic", "hello-world.1-of-1.2025-09-02__10-00-00"),
-            ("mixed", "fix-permissions.1-of-1.2025-09-02__10-00-00"),
-            ("terminus1", "count-lines.1-of-1.2025-09-02__10-00-00"),
-        )
-    ),
-)

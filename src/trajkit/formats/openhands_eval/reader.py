@@ -1,66 +1,21 @@
-"""OpenHands evaluation outputs (``openhands-eval``) and OpenHands Cloud
-conversation exports (``openhands-cloud``).
-
-**Evaluation output.** OpenHands' evaluation harness (``evaluation/`` of
-OpenHands V0, and the SDK-based ``OpenHands/benchmarks``) writes
-``output.jsonl``: one ``EvalOutput`` record per line, ``instance_id``,
-``instruction``, ``history``, ``test_result``, ``metrics``, ``error``, and
-often ``metadata``, ``instance``, ``attempt``. ``history`` holds V0 events
-(``event_to_dict``: integer ids, ``action`` / ``observation``) in older
-runs, or, older still, ``[action, observation]`` pairs; SDK events
-(``kind``, string ids) in newer ones. The file is a *container*: each
-record is a session, addressed ``output.jsonl#<instance_id>`` (a second
-record for the same instance is ``<instance_id>@<attempt>``, or
-``<instance_id>~<n>`` without an attempt; a record with no usable
-``instance_id`` is ``line-<N>``).
-
-The history goes through the V0 reader's pipeline
-(:func:`trajkit.formats.openhands_v0.from_events`) or the SDK reader's
-(:func:`trajkit.formats.openhands_sdk.reader.ingest_events`): the same
-pairing, steps, usage and end signal as the same events laid out as a trial
-or conversation directory. The record adds what a directory does not have:
-``metrics`` (usage per response for SDK histories, the run's cost),
-``test_result`` (the harness's grading, SWE-bench's ``report.resolved``:
-certify's gate, as a :class:`~trajkit.model.TrialResult` of kind
-``eval-test-result``) and ``error`` (the harness's own word on how the run
-ended, which outranks the stream's).
-
-**Cloud export.** ``{"conversation": {...}, "events": [...]}`` (with
-``exported_at`` / ``base_url``): a conversation's details and its event list
-as the OpenHands Cloud API serves them (``GET /api/conversations/{id}`` and
-``/events``). The events are V0 or SDK events, read the same way.
-
-Diagnostic codes: ``eval.empty``, ``eval.no-member``, ``eval.not-object``, ``eval.bad-line``,
-``eval.truncated-line``, ``eval.no-instance-id``, ``eval.duplicate-instance``,
-``eval.history-missing``, ``eval.history-not-list``, ``eval.history-empty``,
-``eval.history-item-not-object``, ``eval.history-mixed``,
-``eval.history-pairs``, ``eval.changed``,
-``eval.bad-field``, ``cloud.not-object``, ``cloud.events-missing``,
-``cloud.events-not-list``.
-"""
+"""The OpenHands evaluation output and Cloud export readers (see the package docstring: :mod:`trajkit.formats.openhands_eval`)."""
 
 from __future__ import annotations
 
 import os
 import re
-import stat
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from .. import jsonio
-from ..diagnostics import ERROR, INFO, WARNING, Diagnostic
-from ..model import Event, Outcome, ReadOptions, Ref, Session, SourceFile, TrialResult
-from ..reading import io as read_io
-from ..reading.probe import Probe
-from ..registry import STRONG, Format, Match, Reject
-from ..vocab.openhands import BUDGET_TEXT, SDK_TOOLS, V0_TOOLS
-from ..vocab.trials import EVAL_TEST_RESULT
-from .openhands_v0 import HISTORY
-
-NAME = "openhands-eval"
-CLOUD_NAME = "openhands-cloud"
+from ... import jsonio
+from ...diagnostics import ERROR, INFO, WARNING
+from ...model import Event, Outcome, ReadOptions, Ref, Session, SourceFile, TrialResult
+from ...reading import io as read_io
+from ...vocab.openhands import BUDGET_TEXT
+from ...vocab.trials import EVAL_TEST_RESULT
+from ..openhands_v0 import HISTORY
+from .detect import CLOUD_NAME, NAME
+from .index import Index, Record, _stat_key, index
 
 #: The :class:`~trajkit.model.TrialResult` kind holding a record's ``test_result``.
 RESULT_KIND = EVAL_TEST_RESULT
@@ -70,159 +25,6 @@ V0, V0_PAIRS, SDK = "v0", "v0-pairs", "sdk"
 #: Members an EvalOutput record may hold besides ``instance_id`` (V0 and SDK harnesses).
 RECORD_KEYS = ("instruction", "history", "test_result", "metrics", "error", "metadata", "instance", "attempt",
                "max_attempts", "runtime_runs", "status", "resolved", "llm_completions")
-
-# ---------------------------------------------------------------- the record index
-
-
-#: The start of a record as both harnesses write it (pydantic ``model_dump_json``:
-#: ``instance_id`` first, the SDK's ``attempt`` next).
-_HEAD = re.compile(rb'\s*\{\s*"instance_id"\s*:\s*("(?:[^"\\\n]|\\.)*")\s*(?:,\s*"attempt"\s*:\s*(\d{1,9})\b)?')
-
-
-@dataclass(slots=True)
-class Record:
-    """One line of an output.jsonl: where it is, the member id it is read as,
-    and what the index saw (the instance id and attempt from the line's head,
-    or why the line is not a usable record)."""
-
-    member: str
-    line: int
-    offset: int
-    length: int
-    instance_id: str | None
-    attempt: int | None = None
-    problem: str | None = None  # not-object / bad-line / truncated-line / no-instance-id
-    duplicate_of: int | None = None  # the line of the first record of the same instance
-
-
-@dataclass(slots=True)
-class Index:
-    """The records of one output.jsonl (for a given size and mtime)."""
-
-    path: str
-    key: tuple[int, int]
-    records: list[Record] = field(default_factory=list)
-    by_member: dict[str, Record] = field(default_factory=dict)
-    problem: Diagnostic | None = None  # the file could not be read at all
-
-
-_INDEXES: "OrderedDict[tuple[str, int], Index]" = OrderedDict()
-_INDEX_CACHE = 8
-
-
-def _stat_key(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not stat.S_ISREG(st.st_mode):
-        return None
-    return st.st_size, st.st_mtime_ns
-
-
-def index(path: str | os.PathLike, cap: int = jsonio.DEFAULT_MAX_FILE_BYTES) -> Index:
-    """The records of the output.jsonl at ``path``, each with its member id.
-
-    A line whose head is ``{"instance_id": "...", ["attempt": N]`` (as both
-    harnesses write it) is indexed from that head alone; any other line is
-    decoded to find its instance id or what is wrong with it. The index is
-    kept per file size and mtime, so listing then reading every member
-    scans the file once.
-    """
-    p = os.fspath(path)
-    key = _stat_key(p)
-    cached = _INDEXES.get((p, cap))
-    if cached is not None and key is not None and cached.key == key:
-        _INDEXES.move_to_end((p, cap))
-        return cached
-    idx = Index(p, key or (-1, -1))
-    data, why = read_io.read_capped(p, cap)
-    if data is None:
-        idx.problem = why.diagnostic(p, cap)  # type: ignore[union-attr]
-        return idx
-    first_of: dict[str, Record] = {}
-    taken: set[str] = set()
-    seen_count: dict[str, int] = {}
-    offset = 0
-    lineno = 0
-    n = len(data)
-    head = _HEAD.match
-    while offset < n:
-        end = data.find(b"\n", offset)
-        last = end < 0
-        if last:
-            end = n
-        lineno += 1
-        start = offset
-        offset = end + 1
-        m = head(data, start, end)
-        iid: str | None = None
-        attempt: int | None = None
-        problem: str | None = None
-        if m is not None and not last:
-            try:
-                iid = jsonio.fast_loads(m.group(1))
-            except ValueError:
-                iid = None
-            if m.group(2) is not None:
-                attempt = int(m.group(2))
-        if iid is None:
-            # no usable head, or the final line (which may be cut off): decode it to know
-            chunk = data[start:end]
-            if not chunk.strip():
-                continue
-            value, _d = jsonio.loads(chunk, p)
-            if value is jsonio.MISSING:
-                problem = "truncated-line" if last else "bad-line"
-                if m is not None:  # a cut-off record still has its head: keep its name
-                    try:
-                        iid = jsonio.fast_loads(m.group(1))
-                    except ValueError:
-                        iid = None
-            elif not isinstance(value, dict):
-                problem = "not-object"
-            else:
-                v = value.get("instance_id")
-                if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip():
-                    iid = str(v)
-                    a = value.get("attempt")
-                    attempt = a if isinstance(a, int) and not isinstance(a, bool) else None
-                else:
-                    problem = "no-instance-id"
-        if not isinstance(iid, str):
-            iid = None
-        if iid is not None and not iid.strip():
-            iid, problem = None, problem or "no-instance-id"
-        rec = Record("", lineno, start, end - start, iid, attempt, problem)
-        if iid is None:
-            name = f"line-{lineno}"
-        else:
-            first = first_of.get(iid)
-            if first is None:
-                first_of[iid] = rec
-                name = iid
-            else:
-                rec.duplicate_of = first.line
-                seen_count[iid] = seen_count.get(iid, 1) + 1
-                name = f"{iid}@{attempt}" if attempt is not None else f"{iid}~{seen_count[iid]}"
-                if name in taken or name in first_of:
-                    name = f"{iid}~{seen_count[iid]}"
-                while name in taken or name in first_of:
-                    name = f"{name}~"
-        taken.add(name)
-        rec.member = name
-        idx.records.append(rec)
-        idx.by_member[name] = rec
-    _INDEXES[(p, cap)] = idx
-    while len(_INDEXES) > _INDEX_CACHE:
-        _INDEXES.popitem(last=False)
-    return idx
-
-
-def members(root: Path, options: ReadOptions | None = None) -> list[str]:
-    """The member ids of the output.jsonl at ``root``, in file order."""
-    cap = (options or ReadOptions()).max_file_bytes
-    return [r.member for r in index(root, cap).records]
 
 
 # ---------------------------------------------------------------- history
@@ -289,9 +91,9 @@ def read_history(s: Session, history: Any, path: str, line: int | None, where: s
     native ids read, for the file accounting. ``where`` names the list
     (``history``, ``events``) in diagnostics."""
     # the V0 and SDK readers, imported on first use: detection imports this module
-    from .openhands_sdk import outcome as sdk_outcome
-    from .openhands_sdk.reader import StateView, ingest_events
-    from .openhands_v0 import reader as v0
+    from ..openhands_sdk import outcome as sdk_outcome
+    from ..openhands_sdk.reader import StateView, ingest_events
+    from ..openhands_v0 import reader as v0
 
     ids: list = []
     if history is None:
@@ -521,7 +323,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
 
 def summarize(root: Any, max_file_bytes: int = jsonio.DEFAULT_MAX_FILE_BYTES) -> dict[str, Any]:
     """One ``trajkit ls`` row for ``FILE#MEMBER`` (a full read of that record)."""
-    from ..registry import split_member
+    from ...registry import split_member
 
     path, member = split_member(os.fspath(root))  # ids may hold '#': the longest existing part is the file
     s = read(Path(path), ReadOptions(max_file_bytes=max_file_bytes, member=member))
@@ -541,92 +343,6 @@ def summarize(root: Any, max_file_bytes: int = jsonio.DEFAULT_MAX_FILE_BYTES) ->
         "subagents": 0,
         "diagnostics": [d.to_dict() for d in s.diagnostics],
     }
-
-
-def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> list[Path]:
-    """Every record of the evaluation outputs at or under ``root``, as ``FILE#MEMBER`` paths."""
-    p = Path(os.path.abspath(os.fspath(root)))
-    files: list[Path] = []
-    probe = Probe()
-    if p.is_file():
-        if looks_like_output(p, probe):
-            files.append(p)
-    elif p.is_dir():
-        for dirpath, dirnames, filenames in os.walk(p):
-            depth = len(Path(dirpath).relative_to(p).parts)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < 4)
-            for n in sorted(filenames):
-                f = Path(dirpath) / n
-                if n.endswith(".jsonl") and looks_like_output(f, probe):
-                    files.append(f)
-    out: list[Path] = []
-    for f in files:
-        idx = index(f)
-        if idx.problem is not None and diagnostics is not None:
-            diagnostics.append(idx.problem)
-        out.extend(Path(f"{f}#{r.member}") for r in idx.records)
-    return out
-
-
-# ---------------------------------------------------------------- detection
-
-
-def looks_like_output(path: Path, probe: Probe) -> bool:
-    """Whether a file starts like an OpenHands evaluation output: its first
-    non-blank line is a JSON object whose first member is ``instance_id``
-    and that has ``history``, ``test_result`` or ``instruction`` (checked on
-    the first 64 KiB: the head of a record whose history is huge is
-    enough)."""
-    head = probe.head(str(path), 1 << 16)
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
-    m = _HEAD.match(head)
-    if m is None:
-        return False
-    line = head.split(b"\n", 1)[0]
-    return any(k in line for k in (b'"history"', b'"test_result"', b'"instruction"', b'"metrics"'))
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(str(candidate)):
-        return Reject("not a file")
-    if looks_like_output(candidate, probe):
-        return Match(candidate, fingerprint, STRONG, "JSON Lines of OpenHands evaluation records (instance_id, history, test_result)")
-    return Reject("does not start like an OpenHands evaluation record ({\"instance_id\": ..., \"history\": ...})")
-
-
-# ---------------------------------------------------------------- Cloud export
-
-
-_CLOUD_HEAD = re.compile(rb'"(conversation|events)"\s*:')
-
-
-def looks_like_cloud(path: Path, probe: Probe) -> bool:
-    """Whether a JSON file is an OpenHands Cloud export: an object with
-    ``conversation`` (an object) and ``events`` members. A file of up to 64
-    KiB is decoded; a larger one must name both members in its first 64 KiB
-    (the conversation details come first and are small)."""
-    head = probe.head(str(path), 1 << 16)
-    if head.startswith(b"\xef\xbb\xbf"):
-        head = head[3:]
-    if not head.lstrip().startswith(b"{"):
-        return False
-    if len(head) < (1 << 16) - 3:
-        try:
-            doc = jsonio.fast_loads(head)
-        except ValueError:
-            doc = None
-        if isinstance(doc, dict):
-            return isinstance(doc.get("conversation"), dict) and "events" in doc
-    return len(set(_CLOUD_HEAD.findall(head))) >= 2
-
-
-def sniff_cloud(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(str(candidate)):
-        return Reject("not a file")
-    if looks_like_cloud(candidate, probe):
-        return Match(candidate, fingerprint, STRONG, "a JSON object with conversation and events (an OpenHands Cloud export)")
-    return Reject("not a JSON object with conversation and events members")
 
 
 def read_cloud(root: Path, options: ReadOptions | None = None) -> Session:
@@ -701,40 +417,10 @@ def context(session: Session, at: Any = None) -> list[dict[str, Any]]:
     SDK history is rebuilt as the SDK reader rebuilds a conversation's (the
     same function); a V0 history does not hold the prompts (V0 keeps them
     in its completion logs only)."""
-    from ..model import TrajkitError
-    from .openhands_sdk import rebuild_context
+    from ...model import TrajkitError
+    from ..openhands_sdk import rebuild_context
 
     if session.metadata.get("history_format") != SDK:
         raise TrajkitError(f"{session.source_path}#{session.id}: a V0 history does not hold what the model saw "
                            "(OpenHands V0 logs prompts in llm_completions/ only)")
     return rebuild_context(session, at=at)
-
-
-_HERE = Path(__file__).parent / "fixtures"
-
-FORMAT = Format(
-    name=NAME,
-    description="OpenHands evaluation output.jsonl: one EvalOutput record per instance (V0 or SDK history), addressed FILE#INSTANCE",
-    fingerprints=("*.jsonl",),
-    priority=45,
-    sniff=sniff,
-    read=read,
-    members=members,
-    find_sessions=find_sessions,
-    summarize=summarize,
-    context=context,
-    tools=V0_TOOLS,
-    examples=(str(_HERE / NAME / "v0" / "output.jsonl"), str(_HERE / NAME / "sdk" / "output.jsonl")),
-)
-
-CLOUD_FORMAT = Format(
-    name=CLOUD_NAME,
-    description="OpenHands Cloud conversation export: {conversation, events} (V0 or SDK events)",
-    fingerprints=("*.json",),
-    priority=45,
-    sniff=sniff_cloud,
-    read=read_cloud,
-    context=context,
-    tools=SDK_TOOLS,
-    examples=(str(_HERE / CLOUD_NAME / "sdk-conversation.json"), str(_HERE / CLOUD_NAME / "v0-conversation.json")),
-)

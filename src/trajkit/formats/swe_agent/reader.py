@@ -1,38 +1,4 @@
-"""SWE-agent trajectories: one ``<instance id>.traj`` JSON document per run
-(format name ``swe-agent``; see ``shared/formats/swe-agent.md``).
-
-The document holds ``trajectory[]`` (the steps: ``action``, ``observation``,
-``response``, ``thought``, ``state``, and in 1.x ``execution_time``,
-``query``, ``extra_info``), ``history[]`` (the chat messages the model saw,
-system prompt and demonstrations included), ``info`` (``exit_status``,
-``submission``, ``model_stats``, ...), ``environment`` and, in 1.x,
-``replay_config``. A RetryAgent file holds ``attempts[]`` as well; the chosen
-attempt (``info.best_attempt_idx``) is read, the others ride along.
-
-Events: the history items before the first assistant message (system prompt,
-demonstrations, the task) as system / message events; per ``trajectory[]``
-entry an action event (``raw``: the entry; the thought as reasoning, the raw
-response as text, one tool call) and an observation event (``raw``: the
-entry's ``observation`` member); the later history items as events of kind
-``other`` (they repeat the trajectory in the model's wording, and
-:func:`context` reads them); ``info`` as a state event carrying the
-submission patch as the run's :class:`~trajkit.model.FileEdit`.
-
-Steps follow agent-eval's ``sweagent_traj`` rule (the CodeTraceBench
-convention): one step per ``trajectory[]`` entry, blank entries included;
-the action is the entry's raw ``action`` (its JSON literal when blank), the
-observation passed through, the thought as thinking. A file holding only
-``history`` (a demonstration) has no trajectory: its steps are rebuilt from
-the assistant ``tool_calls`` and their ``tool`` results, and
-``metadata["steps_source"]`` says so (the reference rule refuses such files).
-
-Diagnostic codes (see ``docs/diagnostics.md``): ``swe-agent.not-an-object``,
-``swe-agent.no-traj``, ``swe-agent.several-trajs``, ``swe-agent.bad-trajectory``,
-``swe-agent.bad-history``, ``swe-agent.bad-record``,
-``swe-agent.bad-observation``, ``swe-agent.history-only``,
-``swe-agent.retry-attempt``, ``swe-agent.bad-info``, ``swe-agent.no-exit-status``,
-plus the file and JSON codes of :mod:`trajkit.reading.io`.
-"""
+"""The SWE-agent reader (see the package docstring: :mod:`trajkit.formats.swe_agent`)."""
 
 from __future__ import annotations
 
@@ -42,9 +8,9 @@ from typing import Any
 
 import orjson
 
-from ..diagnostics import ERROR, INFO, WARNING
-from ..jsonio import MISSING, dumps_python, loads
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING
+from ...jsonio import MISSING, dumps_python, loads
+from ...model import (
     ACTION,
     MESSAGE,
     OBSERVATION,
@@ -61,21 +27,15 @@ from ..model import (
     TrialResult,
     TrajkitError,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.listing import session_row
-from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match, Reject
-from ..steps import blank_safe
-from ..vocab.swe_agent import SWE_AGENT_TOOLS, text_call
-from ..vocab.swebench import SWE_BENCH, report_candidates, report_record
-from ..vocab.trials import HARBOR, find_verifier_dir, trial_outcome
+from ...reading.builder import SessionBuilder
+from ...reading.listing import session_row
+from ...reading.probe import Probe
+from ...steps import blank_safe
+from ...vocab.swe_agent import SWE_AGENT_TOOLS, text_call
+from ...vocab.swebench import SWE_BENCH, report_candidates, report_record
+from ...vocab.trials import HARBOR, find_verifier_dir, trial_outcome
+from .detect import HARBOR_COPY, NAME, SUFFIX, _traj_files
 
-NAME = "swe-agent"
-SUFFIX = ".traj"
-#: Harbor's copy of the ``.traj`` in a trial: ``<trial>/agent/swe-agent.trajectory.json``.
-HARBOR_COPY = "swe-agent.trajectory.json"
-_HEAD = 1 << 16
-_KEYS = (b'"trajectory"', b'"history"', b'"attempts"', b'"environment"')
 _DEMO_MARKER = "--- DEMONSTRATION ---"
 
 #: ``info.exit_status`` values (the part inside ``submitted (...)`` for an
@@ -89,52 +49,6 @@ BLOCKED_STATUSES = frozenset({
 })
 #: The agent ended on its own without submitting.
 GAVE_UP_STATUSES = frozenset({"exit_forfeit", "exit_command"})
-
-
-# ---------------------------------------------------------------- detection
-
-
-def _traj_files(probe: Probe, d: Path) -> list[str]:
-    dirs, files = probe.scan(d)
-    return sorted(n for n in files if n.endswith(SUFFIX) and n[0] != ".")
-
-
-def _is_run_file(name: str) -> bool:
-    return name.endswith(SUFFIX) or name == HARBOR_COPY
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if probe.is_dir(candidate) and probe.is_file(candidate / "agent" / HARBOR_COPY):
-        candidate = candidate / "agent" / HARBOR_COPY  # a harbor trial: its copy of the .traj
-    if probe.is_dir(candidate):
-        trajs = _traj_files(probe, candidate)
-        if len(trajs) != 1:
-            return Reject(f"{len(trajs)} .traj files here; a run is one .traj file (name it)")
-        candidate = candidate / trajs[0]
-    elif not _is_run_file(candidate.name) or not probe.is_file(candidate):
-        return Reject("not a .traj file")
-    head = probe.head(candidate, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
-    if head.startswith(b"{") and any(k in head for k in _KEYS):
-        return Match(candidate, fingerprint, STRONG, f"{candidate.name}: a .traj JSON object with SWE-agent members")
-    # named like a trajectory and nothing else in scope uses the extension: let the reader say what is wrong
-    return Match(candidate, fingerprint, WEAK, f"{candidate.name} is named like a SWE-agent trajectory")
-
-
-def files_ending(root: Path, suffix: str) -> list[Path]:
-    """Every file under ``root`` whose name ends with ``suffix`` (hidden entries skipped), in name order."""
-    root = Path(root)
-    if root.is_file():
-        return [root] if root.name.endswith(suffix) else []
-    out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(suffix) and not f.startswith(".")]
-    return out
-
-
-def find_sessions(root: Path, diagnostics: list | None = None) -> list[Path]:
-    """Every ``.traj`` file under ``root`` (a run folder holds one per instance)."""
-    return files_ending(root, SUFFIX)
 
 
 # ---------------------------------------------------------------- reading helpers
@@ -514,7 +428,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
 
     if options.steps:
         if reconstruct:
-            from ..reading.pairing import pair_by_call_id
+            from ...reading.pairing import pair_by_call_id
 
             steps = pair_by_call_id(session, SWE_AGENT_TOOLS.single_argument())
         session.steps = steps
@@ -572,25 +486,3 @@ def context(session: Session, at: Any = None) -> list[dict[str, Any]]:
             out.append({"llm_response_id": e.id, "event_id": e.id, "messages": list(msgs)})
         msgs.append(m)
     return out
-
-
-FIXTURES = Path(__file__).parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="SWE-agent trajectories (.traj: classic text commands, function calling, history-only demonstrations, RetryAgent)",
-    fingerprints=("*.traj", HARBOR_COPY, "agent/" + HARBOR_COPY),
-    priority=40,
-    sniff=sniff,
-    read=read,
-    find_sessions=find_sessions,
-    summarize=summarize,
-    context=context,
-    tools=SWE_AGENT_TOOLS,
-    examples=tuple(str(FIXTURES / n) for n in (
-        "swe-agent__test-repo-i1.traj",
-        "6e44b9__sweagenttestrepo-1c2844.traj",
-        "function_calling_simple.traj",
-        "networking_1.traj",
-    )),
-)

@@ -1,44 +1,4 @@
-"""mini-swe-agent trajectories: one ``<name>.traj.json`` file per run
-(format name ``mini-swe-agent``; see ``shared/formats/mini-swe-agent.md``).
-
-Three shapes: the old bare list of chat messages; the ``mini-swe-agent-1``
-dict (``{info: {exit_status, submission, model_stats, mini_version, config},
-messages, trajectory_format, instance_id}``, assistant messages carrying the
-raw provider response in ``extra.response``); and ``mini-swe-agent-1.1``
-(v2: messages as the model returned them plus ``extra``: tool calling with
-``role: "tool"`` results, text mode with ```` ```mswea_bash_command ````
-fences, or Responses-API turns ``{object: "response", output: [...]}`` with
-``function_call_output`` items; per-message ``extra.cost``; a final empty user
-message whose ``extra`` holds ``exit_status`` and ``submission``). Unknown
-``mini-swe-agent-1.x`` minors read as 1.1.
-
-Every message is one event: the system prompt, the task, assistant messages
-(actions when they run a command: a fenced block in text mode, native tool
-calls in tool mode), observations (``<returncode>`` messages, tool results)
-and the other user messages (format errors, the submission's output).
-``info`` is a state event carrying the submission patch as the run's
-:class:`~trajkit.model.FileEdit`.
-
-Steps follow CodeTracer's ``miniswe`` rule (the CodeTraceBench convention),
-extended to both fences: every assistant message whose string content
-contains ```` ```bash ```` or ```` ```mswea_bash_command ```` is a step, in
-message order; the action is the first such block's body, stripped (the
-whole content, stripped, when no block parses); the observation is the
-first later user message whose content contains ``<returncode>`` (none: the
-submission turn, an empty observation). Tool-calling runs have no fences: one
-step per native tool call, answered by the result with its call id.
-``metadata["step_rule"]`` says which rule gave the steps.
-
-A SWE-bench ``report.json`` beside the run (or in the experiment's
-``logs/<instance id>/``) is the harness's test verdict
-(``session.run.results``, kind ``swe-bench``).
-
-Diagnostic codes (see ``docs/diagnostics.md``): ``mini-swe-agent.not-a-trajectory``,
-``mini-swe-agent.no-traj``, ``mini-swe-agent.several-trajs``,
-``mini-swe-agent.bad-messages``, ``mini-swe-agent.bad-record``,
-``mini-swe-agent.bad-info``, ``mini-swe-agent.unknown-version``, plus the file
-and JSON codes of :mod:`trajkit.reading.io`.
-"""
+"""The mini-swe-agent reader (see the package docstring: :mod:`trajkit.formats.mini_swe_agent`)."""
 
 from __future__ import annotations
 
@@ -46,9 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..diagnostics import ERROR, INFO, WARNING
-from ..jsonio import MISSING
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING
+from ...jsonio import MISSING
+from ...model import (
     ACTION,
     MESSAGE,
     OBSERVATION,
@@ -66,17 +26,13 @@ from ..model import (
     TrialResult,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.probe import Probe
-from ..registry import STRONG, WEAK, Format, Match, Reject
-from ..steps import blank_safe, render_action
-from ..vocab.swe_agent import MINI_SWE_AGENT_TOOLS
-from ..vocab.trials import TERMINAL_BENCH, trial_outcome
-from .swe_agent import _text, exit_outcome, files_ending, summary_row, swebench_result
-
-NAME = "mini-swe-agent"
-SUFFIX = ".traj.json"
-_HEAD = 1 << 16
+from ...reading.builder import SessionBuilder
+from ...reading.probe import Probe
+from ...steps import blank_safe, render_action
+from ...vocab.swe_agent import MINI_SWE_AGENT_TOOLS
+from ...vocab.trials import TERMINAL_BENCH, trial_outcome
+from ..swe_agent.reader import _text, exit_outcome, summary_row, swebench_result
+from .detect import NAME, SUFFIX, TB_TRAJ, _traj_files
 
 #: Fence names whose block is the command (CodeTracer's ``bash``, and v2's ``mswea_bash_command``).
 FENCES = ("bash", "mswea_bash_command")
@@ -86,40 +42,6 @@ _BLOCK = re.compile(r"```(?:bash|mswea_bash_command)\s*\n(.*?)\n?```", re.DOTALL
 SUBMIT_SIGNALS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 KNOWN_FORMATS = ("mini-swe-agent-1", "mini-swe-agent-1.1")
 _SINGLE = MINI_SWE_AGENT_TOOLS.single_argument()
-
-
-# ---------------------------------------------------------------- detection
-
-
-def _traj_files(probe: Probe, d: Path) -> list[str]:
-    _dirs, files = probe.scan(d)
-    return sorted(n for n in files if n.endswith(SUFFIX) and n[0] != ".")
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    trial = _trial_of(probe, candidate)
-    if trial is not None:
-        return Match(trial, fingerprint, STRONG, "a terminal-bench trial running mini-swe-agent (agent-logs/mini.traj.json)")
-    if fingerprint != "*.traj.json":
-        return Reject("no agent-logs/mini.traj.json here")
-    if probe.is_dir(candidate):
-        trajs = _traj_files(probe, candidate)
-        if len(trajs) != 1:
-            return Reject(f"{len(trajs)} .traj.json files here; a run is one .traj.json file (name it)")
-        candidate = candidate / trajs[0]
-    elif not candidate.name.endswith(SUFFIX) or not probe.is_file(candidate):
-        return Reject("not a .traj.json file")
-    head = probe.head(candidate, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
-    if head.startswith(b"[") and b'"role"' in head:
-        return Match(candidate, fingerprint, STRONG, f"{candidate.name}: a list of chat messages (mini-swe-agent list form)")
-    if head.startswith(b"{") and (b'"trajectory_format"' in head or b'"messages"' in head):
-        return Match(candidate, fingerprint, STRONG, f"{candidate.name}: a mini-swe-agent trajectory object")
-    return Match(candidate, fingerprint, WEAK, f"{candidate.name} is named like a mini-swe-agent trajectory")
-
-
-def find_sessions(root: Path, diagnostics: list | None = None) -> list[Path]:
-    """Every ``.traj.json`` file under ``root``."""
-    return files_ending(root, SUFFIX)
 
 
 # ---------------------------------------------------------------- helpers
@@ -223,25 +145,10 @@ def _submits(command: str | None) -> bool:
 # ---------------------------------------------------------------- reading
 
 
-#: terminal-bench's layout: ``<trial>/agent-logs/mini.traj.json``.
-TB_TRAJ = ("agent-logs", "mini.traj.json")
 #: What else a terminal-bench trial holds, and what it is to the reader (CodeTracer's
 #: fallbacks ``sessions/agent.log`` and ``commands.txt`` are not read while the JSON is there).
 TB_OTHERS = {"sessions": "recording", "panes": "recording", "agent.cast": "recording", "commands.txt": "commands",
              "post-agent.txt": "recording", "post-test.txt": "recording"}
-
-
-def _trial_of(probe: Probe, candidate: Path) -> Path | None:
-    """The terminal-bench trial ``candidate`` is (or is the ``agent-logs`` folder or file of)."""
-    if probe.is_file(candidate):
-        if candidate.name == TB_TRAJ[1] and candidate.parent.name == TB_TRAJ[0]:
-            return candidate.parent.parent
-        return None
-    if probe.is_file(candidate / TB_TRAJ[0] / TB_TRAJ[1]):
-        return candidate
-    if candidate.name == TB_TRAJ[0] and probe.is_file(candidate / TB_TRAJ[1]):
-        return candidate.parent
-    return None
 
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
@@ -571,7 +478,7 @@ def _chat(e: Event) -> dict[str, Any] | None:
 
 
 def _json(v: Any) -> str:
-    from ..jsonio import dumps_python
+    from ...jsonio import dumps_python
 
     return dumps_python(v)
 
@@ -593,26 +500,3 @@ def context(session: Session, at: Any = None) -> list[dict[str, Any]]:
             out.append({"llm_response_id": e.response_id, "event_id": e.id, "messages": list(msgs)})
         msgs.append(m)
     return out
-
-
-FIXTURES = Path(__file__).parent / "fixtures" / NAME
-
-FORMAT = Format(
-    name=NAME,
-    description="mini-swe-agent trajectories (.traj.json: message list, mini-swe-agent-1 and -1.1 / v2 tool calling)",
-    fingerprints=("*.traj.json", "agent-logs/mini.traj.json", "results.json", "sessions/*", "panes/*"),
-    priority=40,
-    sniff=sniff,
-    read=read,
-    find_sessions=find_sessions,
-    summarize=summarize,
-    context=context,
-    # ``mini`` saves its last run as last_mini_run.traj.json in its global config folder
-    homes=("${MSWEA_GLOBAL_CONFIG_DIR:-~/.config/mini-swe-agent}",),
-    tools=MINI_SWE_AGENT_TOOLS,
-    examples=tuple(str(FIXTURES / n) for n in (
-        "github_issue.traj.json",
-        "local.traj.json",
-        "swebench/trajs/django__django-11163/django__django-11163.traj.json",
-    )),
-)

@@ -1,55 +1,16 @@
-"""OpenHands LLM completion logs: one JSON file per model call (format name
-``openhands-completions``).
-
-Format notes: ``shared/formats/openhands-completions.md``. With completion
-logging on, OpenHands V0 writes ``<model>-<time>.json`` files
-(``{messages, response, args, kwargs, timestamp, cost}``, plus
-``fncall_messages`` / ``fncall_response`` under mock function calling) into
-``llm_completions/<instance>/``; the V1 SDK writes
-``<model>-<time>-<4 hex>.json`` (``context_window``, ``messages``, ``tools``,
-``kwargs``, ``response``, ``cost``, ``timestamp``, ``latency_sec``,
-``usage_summary``, ``raw_response``), ``instructions`` + ``input`` for
-Responses-API models, and ``…-error.json`` for failed calls.
-
-A session is one folder of such files. Files are found by content (other
-JSON in the folder, e.g. ``openhands_output.json``, is left alone) and
-ordered by the ``timestamp`` inside each file, then by name (the SDK's
-``-<4 hex>`` suffix defeats a float-suffix sort).
-
-Events unroll the conversation: the messages each call's request adds to
-the previous one (system, user, tool results as observations paired by
-``tool_call_id``), then the call itself: an assistant event whose ``raw`` is
-the whole file, with every tool call of the response, its reasoning, and the
-call's usage and cost.
-
-Steps follow agent-eval's ``openhands_completions`` rule (CodeTraceBench's
-``swe_raw`` OpenHands rows): the *view* is the file whose request messages
-hold the most assistant tool calls not named ``finish`` (ties: the earliest
-file); steps are those calls in message order, each with the ``role: tool``
-message of the same ``tool_call_id`` in that view as its observation;
-``execute_bash`` renders as its command, ``execute_ipython_cell`` as its
-code, any other tool as ``name(<arguments JSON>)``; assistant text is the
-thinking of its message's first step.
-
-Diagnostic codes (see ``docs/diagnostics.md``): ``completions.no-calls``,
-``completions.not-a-call``, ``completions.bad-field``,
-``completions.no-response``, ``completions.call-error``,
-``completions.no-timestamp``, ``completions.history-rewritten``,
-``completions.unanswered-call``, ``completions.mock-fncall``.
-"""
+"""The OpenHands completion-log reader (see the package docstring: :mod:`trajkit.formats.openhands_completions`)."""
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..diagnostics import ERROR, INFO, WARNING
-from ..jsonio import MISSING, dumps_python, loads
-from ..model import (
+from ...diagnostics import ERROR, INFO, WARNING
+from ...jsonio import MISSING, dumps_python, loads
+from ...model import (
     ACTION,
     ERROR_EVENT,
     MESSAGE,
@@ -64,88 +25,12 @@ from ..model import (
     TrajkitError,
     Usage,
 )
-from ..reading.builder import SessionBuilder
-from ..reading.probe import Probe
-from ..registry import STRONG, Format, Match, Reject
-from ..steps import blank_safe
-from ..vocab import CODE_OP, CONTROL_OP, FETCH_OP, FINISH_OP, SHELL_OP, THINK_OP, ToolSpec, ToolTable
+from ...reading.builder import SessionBuilder
+from ...reading.probe import Probe
+from ...steps import blank_safe
+from .detect import COMPLETION_TOOLS, FILE_NAME, NAME
 
-NAME = "openhands-completions"
-
-#: The tools OpenHands gives the model (V0 function-calling names and the
-#: SDK's tool names). ``single``: the benchmark rule renders ``execute_bash``
-#: as its command and ``execute_ipython_cell`` as its code, nothing else.
-COMPLETION_TOOLS = ToolTable.of(
-    "openhands",
-    ToolSpec("execute_bash", SHELL_OP, single="command"),
-    ToolSpec("execute_ipython_cell", CODE_OP, single="code"),
-    ToolSpec("str_replace_editor", None),
-    ToolSpec("edit_file", None),
-    ToolSpec("browser", FETCH_OP),
-    ToolSpec("web_read", FETCH_OP),
-    ToolSpec("think", THINK_OP),
-    ToolSpec("finish", FINISH_OP),
-    ToolSpec("terminal", SHELL_OP),
-    ToolSpec("file_editor", None),
-    ToolSpec("task_tracker", CONTROL_OP),
-)
 SINGLE_ARGUMENT = COMPLETION_TOOLS.single_argument()
-
-#: ``<model>-<unix time>[-<4 hex>][-error].json`` (V0 and SDK log names).
-FILE_NAME = re.compile(r"^(?P<model>.+)-(?P<ts>\d+(?:\.\d+)?)(?:-(?P<hex>[0-9a-f]{4}))?(?P<error>-error)?\.json$")
-_HEAD = 1 << 12
-
-
-# ---------------------------------------------------------------- detection
-
-
-_FIRST_KEY = re.compile(rb'^\{\s*"(?:messages|context_window|instructions|input|fncall_messages)"\s*:')
-
-
-def _looks_like_call(probe: Probe, path: Path) -> bool:
-    """The loggers write the request first (V0 ``messages``, the SDK
-    ``context_window``); a re-serialized file still names both sides early."""
-    head = probe.head(path, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
-    if head[:1] != b"{":
-        return False
-    return _FIRST_KEY.match(head) is not None or (b'"messages"' in head and b'"response"' in head)
-
-
-def _call_files(probe: Probe, folder: Path) -> list[str]:
-    return [n for n in sorted(probe.listdir(folder) or ()) if FILE_NAME.match(n) and probe.is_file(folder / n)]
-
-
-def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if probe.is_file(candidate):
-        if not FILE_NAME.match(candidate.name):
-            return Reject("not named <model>-<time>[-<4 hex>].json")
-        if _looks_like_call(probe, candidate):
-            return Match(candidate.parent, fingerprint, STRONG, f"{candidate.name} is an LLM completion log")
-        return Reject(f"{candidate.name} does not start like a completion log (messages / input / context_window)")
-    for n in _call_files(probe, candidate):
-        if _looks_like_call(probe, candidate / n):
-            return Match(candidate, fingerprint, STRONG, f"a folder of LLM completion logs ({n}, ...)")
-    return Reject("no <model>-<time>[-<4 hex>].json completion log here")
-
-
-def find_sessions(root: Any, diagnostics: list | None = None) -> list[Path]:
-    """The folders of completion logs at or under ``root`` (a V0
-    ``llm_completions/`` holds one per instance)."""
-    import os
-
-    probe = Probe()
-    root = Path(root)
-    if probe.is_file(root):
-        root = root.parent
-    out = []
-    for dirpath, dirnames, _files in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        d = Path(dirpath)
-        if isinstance(sniff(probe, d, "*-[0-9]*.json"), Match):
-            out.append(d)
-        if len(d.relative_to(root).parts) >= 4:
-            dirnames[:] = []
-    return out
 
 
 def summarize(root: Any, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
@@ -728,7 +613,7 @@ def _openai_tools(rec: dict[str, Any]) -> list[Any] | None:
 def model_calls(session: Session) -> list[tuple[Any, Any, Any]]:
     """Every logged call as an RL :class:`~trajkit.rl.calls.ModelCall`
     (request messages and tools, the response), with its event id."""
-    from ..rl.calls import classify, parse_call
+    from ...rl.calls import classify, parse_call
 
     out = []
     for e in session.events:
@@ -743,22 +628,3 @@ def model_calls(session: Session) -> list[tuple[Any, Any, Any]]:
         out.append((info, e.id, None))
     classify([c for c, _, _ in out])
     return out
-
-
-FORMAT = Format(
-    name=NAME,
-    description="OpenHands LLM completion logs: one <model>-<time>[-<4 hex>].json per call (V0 llm_completions/, SDK log_completions_folder)",
-    fingerprints=("*-[0-9]*.json",),
-    priority=30,
-    sniff=sniff,
-    read=read,
-    find_sessions=find_sessions,
-    summarize=summarize,
-    context=context,
-    model_calls=model_calls,
-    tools=COMPLETION_TOOLS,
-    examples=tuple(
-        str(Path(__file__).resolve().parent / "fixtures" / NAME / d)
-        for d in ("v0-instance", "v0-condensed", "v0-mockfn", "sdk-telemetry", "sdk-responses")
-    ),
-)

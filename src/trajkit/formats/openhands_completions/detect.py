@@ -1,0 +1,87 @@
+"""Recognising the format's files (imported by detection; kept free of the reader)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ...reading.probe import Probe
+from ...registry import STRONG, Match, Reject
+from ...vocab import CODE_OP, CONTROL_OP, FETCH_OP, FINISH_OP, SHELL_OP, THINK_OP, ToolSpec, ToolTable
+
+NAME = "openhands-completions"
+
+#: The tools OpenHands gives the model (V0 function-calling names and the
+#: SDK's tool names). ``single``: the benchmark rule renders ``execute_bash``
+#: as its command and ``execute_ipython_cell`` as its code, nothing else.
+COMPLETION_TOOLS = ToolTable.of(
+    "openhands",
+    ToolSpec("execute_bash", SHELL_OP, single="command"),
+    ToolSpec("execute_ipython_cell", CODE_OP, single="code"),
+    ToolSpec("str_replace_editor", None),
+    ToolSpec("edit_file", None),
+    ToolSpec("browser", FETCH_OP),
+    ToolSpec("web_read", FETCH_OP),
+    ToolSpec("think", THINK_OP),
+    ToolSpec("finish", FINISH_OP),
+    ToolSpec("terminal", SHELL_OP),
+    ToolSpec("file_editor", None),
+    ToolSpec("task_tracker", CONTROL_OP),
+)
+
+#: ``<model>-<unix time>[-<4 hex>][-error].json`` (V0 and SDK log names).
+FILE_NAME = re.compile(r"^(?P<model>.+)-(?P<ts>\d+(?:\.\d+)?)(?:-(?P<hex>[0-9a-f]{4}))?(?P<error>-error)?\.json$")
+_HEAD = 1 << 12
+
+
+# ---------------------------------------------------------------- detection
+
+
+_FIRST_KEY = re.compile(rb'^\{\s*"(?:messages|context_window|instructions|input|fncall_messages)"\s*:')
+
+
+def _looks_like_call(probe: Probe, path: Path) -> bool:
+    """The loggers write the request first (V0 ``messages``, the SDK
+    ``context_window``); a re-serialized file still names both sides early."""
+    head = probe.head(path, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
+    if head[:1] != b"{":
+        return False
+    return _FIRST_KEY.match(head) is not None or (b'"messages"' in head and b'"response"' in head)
+
+
+def _call_files(probe: Probe, folder: Path) -> list[str]:
+    return [n for n in sorted(probe.listdir(folder) or ()) if FILE_NAME.match(n) and probe.is_file(folder / n)]
+
+
+def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
+    if probe.is_file(candidate):
+        if not FILE_NAME.match(candidate.name):
+            return Reject("not named <model>-<time>[-<4 hex>].json")
+        if _looks_like_call(probe, candidate):
+            return Match(candidate.parent, fingerprint, STRONG, f"{candidate.name} is an LLM completion log")
+        return Reject(f"{candidate.name} does not start like a completion log (messages / input / context_window)")
+    for n in _call_files(probe, candidate):
+        if _looks_like_call(probe, candidate / n):
+            return Match(candidate, fingerprint, STRONG, f"a folder of LLM completion logs ({n}, ...)")
+    return Reject("no <model>-<time>[-<4 hex>].json completion log here")
+
+
+def find_sessions(root: Any, diagnostics: list | None = None) -> list[Path]:
+    """The folders of completion logs at or under ``root`` (a V0
+    ``llm_completions/`` holds one per instance)."""
+    import os
+
+    probe = Probe()
+    root = Path(root)
+    if probe.is_file(root):
+        root = root.parent
+    out = []
+    for dirpath, dirnames, _files in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        d = Path(dirpath)
+        if isinstance(sniff(probe, d, "*-[0-9]*.json"), Match):
+            out.append(d)
+        if len(d.relative_to(root).parts) >= 4:
+            dirnames[:] = []
+    return out
