@@ -56,14 +56,18 @@ def _nonstandard(data: bytes | str) -> Any:
     return json.loads(text)
 
 
-#: A run of 20 digits is the only spelling of an integer orjson may have read
-#: as a float (it keeps every integer from -2**63 to 2**64-1, at most 20
-#: digits). Searched for in a copy where every digit is ``0`` and every other
-#: byte ``.`` (a translate and a find, several times faster than a regex).
-_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x2E for i in range(256))
-_TWENTY_DIGITS = b"0" * 20
+#: The spellings of an integer orjson may have read as a float (it keeps
+#: every integer from -2**63 to 2**64-1): 20 digits or more, or a minus and
+#: 19 or more (-9223372036854775809 has 19 digits). Searched for in a copy
+#: where every digit is ``0``, a dot and a minus stay and every other byte is
+#: ``x`` (a translate and two finds, several times faster than a regex): the
+#: digits after a dot are a fraction's, not an integer's.
+_NUMBER_BYTES = bytes(0x30 if 0x30 <= i <= 0x39 else (i if i in (0x2E, 0x2D) else 0x78) for i in range(256))
+_INTEGER_RUN = b"x" + b"0" * 20
+_NEGATIVE_RUN = b"-" + b"0" * 19
 _INT_MIN = -(1 << 63)
 _UINT_MAX = (1 << 64) - 1
+_INDENT_2 = orjson.OPT_INDENT_2
 #: Containers nested deeper than this are kept as their JSON text (orjson
 #: writes at most 254 levels; exporters wrap values a few levels deeper).
 MAX_DEPTH = 200
@@ -72,29 +76,63 @@ MAX_DEPTH = 200
 def suspicious(data: bytes, value: Any) -> bool:
     """Whether orjson's decode of ``data`` may have lost or bent something.
 
-    Cheap checks, each a scan in C. orjson writes the value back: it refuses
-    nesting of 255 levels and more. When the input is that output byte for
-    byte (compact JSON as the SDK and orjson write it: the common case),
-    nothing was lost and no other check runs. Otherwise the input and that output must hold as
-    many colons: outside strings a colon follows each key, inside strings a
-    colon is the same character on both sides unless the input spells it
-    ``\\u003a`` (then suspicion); so a key written twice in one object,
-    whose first value the decode dropped, leaves the output short of at
-    least one colon. A run of 20 digits may be an integer beyond 64 bits,
-    which orjson reads as a float. False means none of these can be the case.
+    Cheap checks, each a scan in C. orjson writes the value back (as
+    ``json.dump(indent=2)`` lays it out when ``data`` opens that way,
+    compact otherwise): it refuses nesting of 255 levels and more. When the
+    input is that output byte for byte (compact JSON as the SDK and orjson
+    write it, or ASCII written with ``indent=2``: the common cases), nothing
+    was lost and no other check runs.
+
+    Otherwise the input and that output must hold as many colons: outside
+    strings a colon follows each key, inside strings a colon is the same
+    character on both sides, or ``\\u003a`` in the input (counted as one);
+    so a key written twice in one object, whose first value the decode
+    dropped, leaves the output short of at least one colon.
+
+    An integer beyond 64 bits is read by orjson as a float of magnitude at
+    least 2**63 (an infinite one is refused), and orjson writes every float
+    of magnitude 1e16 or more with an exponent (``1.2345678901234568e+29``):
+    an output without ``e+`` held no such float, so no integer was bent.
+    When it has one (a float that large, or ``e+`` in a string), the input is
+    searched for a run of 20 digits not after a dot (a fraction's digits are
+    no integer) or of 19 after a minus. A scalar document is suspicious when
+    it decoded to a float. False means none of these can be the case.
     """
     t = type(value)
     if t is dict or t is list:
         try:
-            out = orjson.dumps(value)
+            out = orjson.dumps(value, option=_INDENT_2 if data[1:4] == b"\n  " and data[4:5] != b" " else 0)
         except TypeError:
             return True
         n = len(out)
         if data.startswith(out) and (len(data) == n or not data[n:].strip()):
             return False
-        if data.count(b":") != out.count(b":") or b"\\u003" in data:
+        colons = data.count(b":")
+        if b"\\u003" in data:
+            colons += data.count(b"\\u003a") + data.count(b"\\u003A")
+        if colons != out.count(b":"):
             return True
-    return _TWENTY_DIGITS in data.translate(_DIGITS_ONLY)
+        if _no_exponent(out):
+            return False
+        numbers = data.translate(_NUMBER_BYTES)
+        return _INTEGER_RUN in numbers or _NEGATIVE_RUN in numbers
+    # a scalar: an integer beyond 64 bits is read as a float
+    return t is float
+
+
+def _no_exponent(out: bytes) -> bool:
+    """Whether ``out`` holds no ``e+``. ``e`` is common in text, which makes
+    a search for ``e+`` slow; a ``+`` is rare, and a one-byte find is a
+    ``memchr``: look at the byte before each of the first few ``+``."""
+    find = out.find
+    i = find(b"+")
+    for _ in range(16):
+        if i < 0:
+            return True
+        if out[i - 1 : i] == b"e":
+            return False
+        i = find(b"+", i + 1)
+    return i < 0 or out.find(b"e+", i - 1) < 0
 
 
 def _deep_text(value: Any) -> str:
