@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, fast_loads, loads
+from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads, suspicious
 from ..diagnostics import ERROR, WARNING, Diagnostic
 
 #: Problem codes of :func:`read_capped`.
@@ -209,53 +209,67 @@ def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | N
     """
     if diags is None:
         diags = []
+    fast, dumps, JSONDecodeError = orjson.loads, orjson.dumps, orjson.JSONDecodeError
+    find = data.find
+    n = len(data)
     offset = 0
     lineno = 0
-    n = len(data)
-    while offset < n:
-        end = data.find(b"\n", offset)
-        last = end < 0
-        if last:
+    while offset < n:  # one line at a time: a streaming caller holds one line's copy
+        start = offset
+        end = find(b"\n", start)
+        if end < 0:
             end = n
-        lineno += 1
-        chunk = data[offset:end]
-        if chunk.strip():
-            try:
-                value = fast_loads(chunk)
-            except ValueError:  # not JSON, or suspicious: the careful decode says what
-                value, d = loads(chunk, file)
-                if value is MISSING:
-                    if last:
-                        diags.append(
-                            Diagnostic(
-                                "jsonl.truncated-line",
-                                "the final line is cut off (no newline, not valid JSON); the lines before it were read",
-                                WARNING,
-                                file=file,
-                                line=lineno,
-                                offset=offset,
-                            )
-                        )
-                    else:
-                        diags.append(
-                            Diagnostic(
-                                "jsonl.invalid-line",
-                                f"line is not valid JSON: {d.message if d else ''}",
-                                ERROR,
-                                file=file,
-                                line=lineno,
-                                offset=offset,
-                            )
-                        )
-                    yield JsonLine(MISSING, lineno, offset, chunk)
-                    offset = end + 1
-                    continue
-                if d is not None:
-                    d.line = lineno
-                    d.offset = offset if d.offset is None else offset + d.offset
-                    diags.append(d)
-            yield JsonLine(value, lineno, offset, chunk)
+        chunk = data[start:end]
         offset = end + 1
+        lineno += 1
+        # The fast path: orjson's decode, kept when writing it back gives the
+        # line byte for byte (compact JSON Lines, as most harnesses write
+        # them) or the cheap checks find nothing odd.
+        try:
+            value = fast(chunk)
+        except JSONDecodeError:
+            if not chunk.strip():
+                continue  # a blank line (orjson refuses empty input)
+        else:
+            try:
+                same = dumps(value) == chunk
+            except TypeError:
+                same = False
+            if same or not suspicious(chunk, value):
+                yield JsonLine(value, lineno, start, chunk)
+                continue
+        # not JSON, or suspicious: the careful decode says what
+        value, d = loads(chunk, file)
+        if value is MISSING:
+            if end == n:  # the last line, and the data does not end in a newline
+                diags.append(
+                    Diagnostic(
+                        "jsonl.truncated-line",
+                        "the final line is cut off (no newline, not valid JSON); the lines before it were read",
+                        WARNING,
+                        file=file,
+                        line=lineno,
+                        offset=start,
+                    )
+                )
+            else:
+                diags.append(
+                    Diagnostic(
+                        "jsonl.invalid-line",
+                        f"line is not valid JSON: {d.message if d else ''}",
+                        ERROR,
+                        file=file,
+                        line=lineno,
+                        offset=start,
+                    )
+                )
+            yield JsonLine(MISSING, lineno, start, chunk)
+            continue
+        if d is not None:
+            d.line = lineno
+            d.offset = start if d.offset is None else start + d.offset
+            diags.append(d)
+        yield JsonLine(value, lineno, start, chunk)
 
 
 def load_jsonl(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[list[JsonLine] | None, list[Diagnostic]]:
