@@ -1,5 +1,5 @@
 """The house lenient JSON decode against the orjson floor (issue 15): every
-``*.json`` / ``*.jsonl`` under ``../shared/corpus``, as it is, by shape.
+``*.json`` / ``*.traj`` / ``*.jsonl`` under ``../shared/corpus``, as it is, by shape.
 
 Shapes: ``compact`` (the file is byte for byte what ``orjson.dumps`` writes
 back), ``indent2`` (what ``orjson.dumps(..., OPT_INDENT_2)`` writes back:
@@ -66,7 +66,7 @@ def shape_of(path: Path, data: bytes) -> str | None:
 def load_corpus(root: Path) -> dict[str, list[tuple[str, bytes]]]:
     shapes: dict[str, list[tuple[str, bytes]]] = {"compact": [], "indent2": [], "pretty": [], "jsonl": []}
     for p in sorted(root.rglob("*")):
-        if p.suffix not in (".json", ".jsonl") or not p.is_file():
+        if p.suffix not in (".json", ".traj", ".jsonl") or not p.is_file():
             continue
         data = p.read_bytes()
         shape = shape_of(p, data)
