@@ -104,20 +104,26 @@ def suspicious(data: bytes, value: Any) -> bool:
             out = orjson.dumps(value, option=_INDENT_2 if data[1:4] == b"\n  " and data[4:5] != b" " else 0)
         except TypeError:
             return True
-        n = len(out)
-        if data.startswith(out) and (len(data) == n or not data[n:].strip()):
-            return False
-        colons = data.count(b":")
-        if b"\\" in data and b"\\u003" in data:  # a memchr first: many files hold no escape
-            colons += data.count(b"\\u003a") + data.count(b"\\u003A")
-        if colons != out.count(b":"):
-            return True
-        if _no_exponent(out):
-            return False
-        numbers = data.translate(_NUMBER_BYTES)
-        return _INTEGER_RUN in numbers or _NEGATIVE_RUN in numbers
+        return suspicious_reencoded(data, out)
     # a scalar: an integer beyond 64 bits is read as a float
     return t is float
+
+
+def suspicious_reencoded(data: bytes, out: bytes) -> bool:
+    """:func:`suspicious` for a container once orjson wrote it back as
+    ``out`` (for a caller that writes it back anyway, as JSON Lines do)."""
+    n = len(out)
+    if data.startswith(out) and (len(data) == n or not data[n:].strip()):
+        return False
+    colons = data.count(b":")
+    if b"\\" in data and b"\\u003" in data:  # a memchr first: many files hold no escape
+        colons += data.count(b"\\u003a") + data.count(b"\\u003A")
+    if colons != out.count(b":"):
+        return True
+    if _no_exponent(out):
+        return False
+    numbers = data.translate(_NUMBER_BYTES)
+    return _INTEGER_RUN in numbers or _NEGATIVE_RUN in numbers
 
 
 def _no_exponent(out: bytes) -> bool:

@@ -36,7 +36,7 @@ from typing import Any, Iterator
 
 import orjson
 
-from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads, suspicious
+from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads, suspicious_reencoded
 from ..diagnostics import ERROR, WARNING, Diagnostic
 
 #: Problem codes of :func:`read_capped`.
@@ -231,11 +231,16 @@ def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | N
             if not chunk.strip():
                 continue  # a blank line (orjson refuses empty input)
         else:
-            try:
-                same = dumps(value) == chunk
-            except TypeError:
-                same = False
-            if same or not suspicious(chunk, value):
+            t = type(value)
+            if t is dict or t is list:
+                try:
+                    out = dumps(value)
+                except TypeError:  # nested too deep to write back
+                    out = None
+                if out is not None and (out == chunk or not suspicious_reencoded(chunk, out)):
+                    yield JsonLine(value, lineno, start, chunk)
+                    continue
+            elif t is not float:  # a scalar line: only a float may be a bent integer
                 yield JsonLine(value, lineno, start, chunk)
                 continue
         # not JSON, or suspicious: the careful decode says what
