@@ -339,3 +339,14 @@ def test_json_lines_of_the_corpus_match_a_line_by_line_stdlib_decode(corpus):
                 assert k in flagged, (p, k)
             seen += 1
     assert seen > 500
+
+
+def test_json_lines_a_line_nested_too_deep_to_write_back_is_flagged_and_kept():
+    deep = b'{"d":' + b"[" * 300 + b"1" + b"]" * 300 + b"}"
+    data = b'{"a":1}\n' + deep + b'\n7\n-9223372036854775809\n1.5\n'
+    diags: list = []
+    got = list(read_io.iter_jsonl(data, "t.jsonl", diags))
+    assert [jl.line for jl in got] == [1, 2, 3, 4, 5]
+    assert [(d.code, d.line) for d in diags] == [("json.too-deep", 2), ("json.big-integer", 4)]
+    assert got[2].value == 7 and got[3].value == -9223372036854775809 and type(got[3].value) is int and got[4].value == 1.5
+    assert jsonio.dumps(got[1].value)  # clipped, so it writes back
