@@ -12,6 +12,17 @@ source tree (``PYTHONPATH=DIR``, e.g. a worktree of the commit before a
 change), interleaved with the first, so before and after are measured
 under the same load.
 
+Bytecode: an installed package runs from cached ``.pyc`` files (pip compiles
+them at install; Python writes them on first import). A process started with
+``PYTHONDONTWRITEBYTECODE=1`` and no cache compiles every module it imports
+from source, every time, which is a measure of the compiler, not of trajkit:
+it more than doubles ``trajkit steps`` (which imports far more source than
+``import trajkit``). So by default the commands run with a bytecode cache of
+their own (``PYTHONPYCACHEPREFIX``, a temporary folder; nothing is written
+into the source trees), filled by one warm-up round that is not counted.
+``--no-bytecode-cache`` measures the environment as it is (``PYTHONDONTWRITEBYTECODE``
+honoured, no warm-up), for comparison.
+
     .venv/bin/python benchmarks/bench_startup.py --rounds 15
     .venv/bin/python benchmarks/bench_startup.py --rounds 15 --src /tmp/base/src
 """
@@ -24,6 +35,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,20 +69,38 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--run", type=Path, default=RUN, help="the small run `steps` reads (default: examples/openhands-v0-trial)")
     ap.add_argument("--src", type=Path, default=None, help="also time this source tree (PYTHONPATH), interleaved")
+    ap.add_argument("--no-bytecode-cache", action="store_true",
+                    help="run in the environment as it is (with PYTHONDONTWRITEBYTECODE=1 every module is compiled "
+                         "from source in every process), without the warm-up round")
     args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="trajkit-bench-pyc-") as cache:
+        return _run(args, None if args.no_bytecode_cache else cache)
+
+
+def _run(args: argparse.Namespace, cache: str | None) -> int:
     py = sys.executable
-    sets = {"this tree": dict(os.environ, PYTHONPATH=str(REPO / "src"))}
+    base = dict(os.environ)
+    if cache is not None:
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        base["PYTHONPYCACHEPREFIX"] = cache
+    sets = {"this tree": dict(base, PYTHONPATH=str(REPO / "src"))}
     if args.src is not None:
-        sets[f"--src {args.src}"] = dict(os.environ, PYTHONPATH=str(args.src))
+        sets[f"--src {args.src}"] = dict(base, PYTHONPATH=str(args.src))
     cmds = commands(py, args.run.resolve())
     times: dict[tuple[str, str], list[float]] = {(s, c): [] for s in sets for c in cmds}
+    if cache is not None:  # the warm-up round: every module each command imports gets its .pyc
+        for cmd in cmds.values():
+            for env in sets.values():
+                cpu_of(cmd, env)
     for r in range(args.rounds):
         for c, cmd in cmds.items():
             for s, env in sets.items():
                 times[(s, c)].append(cpu_of(cmd, env))
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
     load = os.getloadavg()[0]
-    print(f"CPU ms per process (user+sys), {args.rounds} interleaved rounds, load average {load:.1f} on {os.cpu_count()} CPUs")
+    how = "bytecode cached (one warm-up round)" if cache is not None else "environment as it is, no warm-up"
+    print(f"CPU ms per process (user+sys), {args.rounds} interleaved rounds, {how}, "
+          f"load average {load:.1f} on {os.cpu_count()} CPUs")
     for s in sets:
         base = times[(s, "import trajkit")]
         bmin, bmed = min(base), statistics.median(base)
