@@ -176,16 +176,21 @@ def progress(label: str | None, out, elapsed: bool = False, **options: Any):
     return Progress(*columns, console=out, transient=True, **options)
 
 
+def piped_width() -> int:
+    """How wide text output is when stdout is not a terminal: ``COLUMNS``, or 80."""
+    import os
+
+    env = os.environ.get("COLUMNS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else 80
+
+
 def out_console(width: int | None = None, **kw: Any):
     """The rich console for a verb's text output on stdout. On a terminal it
     is the terminal's width; piped, it is ``COLUMNS`` (or 80), never wider;
     ``width`` caps it further."""
-    import os
-
     cols: int | None = None
     if not sys.stdout.isatty():
-        env = os.environ.get("COLUMNS", "")
-        cols = int(env) if env.isdigit() and int(env) > 0 else 80
+        cols = piped_width()
     if width:
         cols = min(cols or console(**kw).width, width)
     return console(highlight=False, width=cols, **kw)

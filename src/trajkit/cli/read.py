@@ -27,6 +27,7 @@ from ._common import (
     load_session,
     member_option,
     out_console,
+    piped_width,
     session_addresses,
     print_diagnostics,
     progress as _progress,
@@ -123,11 +124,11 @@ def steps_cmd(path, format_name, member, tz, max_file_bytes, view, as_json, as_j
                 out.write(dumps(s.to_dict()) + b"\n")
             out.flush()
         else:
-            from ..view.terminal import draw_steps_table, steps_table
+            from ..view.terminal import steps_table
 
             if many:
                 click.echo(printable(f"== {address}"))
-            draw_steps_table(steps_table(session, per_view), console=out_console())
+            draw_steps(steps_table(session, per_view))
             print_diagnostics(session, "warning")
         expected = expect_steps
         if row is not None and expected is None:
@@ -143,6 +144,23 @@ def steps_cmd(path, format_name, member, tz, max_file_bytes, view, as_json, as_j
         click.echo(printable(f"trajkit: {m}"), err=True)
     if mismatches:
         sys.exit(EXIT_CHECK_FAILED)
+
+
+def draw_steps(table) -> None:
+    """The steps table on stdout: on a pipe or a file, the text rich would
+    draw there, laid out without importing rich's console
+    (:mod:`trajkit.view.plain`); on a terminal, or where that module cannot
+    be sure of rich's bytes, drawn by rich."""
+    from ..view.plain import can_draw_plain, steps_table_text
+    from ..view.terminal import draw_steps_table, steps_table_parts
+
+    if can_draw_plain(sys.stdout):
+        text = steps_table_text(*steps_table_parts(table), console_width=piped_width())
+        if text is not None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            return
+    draw_steps_table(table, console=out_console())
 
 
 # ---------------------------------------------------------------- show

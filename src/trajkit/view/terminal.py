@@ -71,35 +71,65 @@ def _short_id(event_id: Any) -> str:
 # ---------------------------------------------------------------- steps table
 
 
-def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) -> None:
-    """The steps as a table, with the task, view and step count above it."""
-    from rich.table import Table
-
-    con = console or _console()
+def steps_table_parts(table: StepsTable, width: int = 80) -> tuple[list[str], list[tuple[str, str, str, int | None]], list[list[str]]]:
+    """What the steps table shows, as printable texts: the lines above the
+    table (task, view, step count), the columns as ``(header, justify,
+    overflow, max_width)``, and the rows. :func:`draw_steps_table` draws them
+    with rich; :func:`~trajkit.view.plain.steps_table_text` draws the same
+    bytes without rich's console, for a pipe."""
     h = table.header
-    con.print(_text((h.format, "bold"), f" {h.source_path}"))
+    lines = [f"{h.format} {h.source_path}"]
     if h.id:
-        con.print(_text(f"session {h.id}"))
-    con.print(_text(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}"))
+        lines.append(f"session {h.id}")
+    lines.append(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}")
     if h.task:
-        con.print(_text(f"task ({h.task_source}): {_one_line(h.task, 200)}"))
+        lines.append(f"task ({h.task_source}): {_one_line(h.task, 200)}")
     if h.views:
-        con.print(_text("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items())))
-    t = Table(show_lines=False, expand=False)
-    t.add_column("#", justify="right")
-    t.add_column("tool")
-    t.add_column("action", overflow="fold", max_width=width)
-    t.add_column("observation", overflow="fold", max_width=width // 2)
-    t.add_column("events")
+        lines.append("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items()))
+    columns: list[tuple[str, str, str, int | None]] = [
+        ("#", "right", "ellipsis", None), ("tool", "left", "ellipsis", None), ("action", "left", "fold", width),
+        ("observation", "left", "fold", width // 2), ("events", "left", "ellipsis", None),
+    ]
     if table.labelled:
-        t.add_column("labels")
+        columns.append(("labels", "left", "ellipsis", None))
+    rows = []
     for s in table.steps:
         row = [str(s.step_id), s.tool_type, _one_line(s.action, width), _one_line(s.observation, width // 2),
                f"{_short_id(s.action_event_id)}→{_short_id(s.observation_event_id)}"]
         if table.labelled:
             row.append(",".join(s.labels))
-        t.add_row(*(_text(cell) for cell in row))
-    con.print(t)
+        rows.append([printable(cell) for cell in row])
+    return [printable(x) for x in lines], columns, rows
+
+
+def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) -> None:
+    """The steps as a table, with the task, view and step count above it."""
+    lines, columns, rows = steps_table_parts(table, width)
+    draw_table(lines, columns, rows, console or _console(), bold=len(printable(table.header.format)))
+
+
+def draw_table(lines: list[str], columns: list[tuple[str, str, str, int | None]], rows: list[list[str]], console: Any,
+               bold: int = 0) -> None:
+    """``lines`` (the first ``bold`` characters of the first one in bold),
+    then a table of ``columns`` (``(header, justify, overflow, max_width)``)
+    and ``rows``, drawn with rich on ``console``. Texts are printable
+    already and reach rich as ``Text``, never as markup."""
+    from rich.table import Table
+    from rich.text import Text
+
+    for i, line in enumerate(lines):
+        console.print(Text.assemble((line[:bold], "bold"), line[bold:]) if i == 0 and bold else Text(line))
+    t = Table(show_lines=False, expand=False)
+    for header, justify, overflow, max_width in columns:
+        kw: dict[str, Any] = {"justify": justify} if justify != "left" else {}
+        if overflow != "ellipsis":
+            kw["overflow"] = overflow
+        if max_width is not None:
+            kw["max_width"] = max_width
+        t.add_column(header, **kw)
+    for row in rows:
+        t.add_row(*(Text(cell) for cell in row))
+    console.print(t)
 
 
 def print_steps_table(session: Session, per_view: dict[str, Any] | None = None, width: int = 80) -> None:
