@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import functools
-import glob
 import importlib
 import os
 import re
@@ -600,13 +599,46 @@ def _candidates(path: Path, ancestors: int = MAX_ANCESTORS) -> Iterator[Path]:
         p = parent
 
 
+class _Stars:
+    """A glob part whose only wildcard is ``*`` (``*.json``,
+    ``rollout-*.jsonl``), matched with ``startswith``/``endswith``/``find``:
+    the same answers as :func:`fnmatch.fnmatchcase`, without compiling a
+    regular expression (detection meets some 60 fingerprint parts, and
+    compiling them all cost more than the rest of a detection)."""
+
+    __slots__ = ("first", "middle", "last", "least")
+
+    def __init__(self, part: str) -> None:
+        pieces = part.split("*")
+        self.first, self.middle, self.last = pieces[0], pieces[1:-1], pieces[-1]
+        self.least = sum(len(p) for p in pieces)
+
+    def __call__(self, name: str) -> bool:
+        if len(name) < self.least or not name.startswith(self.first) or not name.endswith(self.last):
+            return False
+        pos, end = len(self.first), len(name) - len(self.last)
+        for piece in self.middle:  # each piece at its leftmost place after the previous one
+            i = name.find(piece, pos, end)
+            if i < 0:
+                return False
+            pos = i + len(piece)
+        return True
+
+
 @functools.lru_cache(maxsize=None)
 def _parse_glob(fp: str) -> tuple[tuple[str, Any], ...]:
-    """A fingerprint's path parts, each with its compiled matcher (None for a
-    part without wildcards)."""
-    return tuple(
-        (part, re.compile(fnmatch.translate(part)).match if glob.has_magic(part) else None) for part in fp.split("/")
-    )
+    """A fingerprint's path parts, each with its matcher (None for a part
+    without wildcards; :class:`_Stars` for one with only ``*``; a compiled
+    :func:`fnmatch.translate` for ``?`` and ``[...]``)."""
+    out = []
+    for part in fp.split("/"):
+        if not any(c in part for c in "*?["):
+            out.append((part, None))
+        elif "?" in part or "[" in part:
+            out.append((part, re.compile(fnmatch.translate(part)).match))
+        else:
+            out.append((part, _Stars(part)))
+    return tuple(out)
 
 
 def _glob_hit(base: str, fp: str, probe: Probe) -> bool:
@@ -673,7 +705,8 @@ def _relates(depth: int, rel_first: str | None, fp: str) -> bool:
     """
     if depth <= 1 or rel_first is None:
         return True
-    return fnmatch.fnmatchcase(rel_first, fp.split("/", 1)[0])
+    first, match = _parse_glob(fp)[0]
+    return bool(match(rel_first)) if match is not None else rel_first == first
 
 
 def _abs_path(path: str | os.PathLike) -> Path:
