@@ -61,7 +61,8 @@ def test_steps_on_a_v0_run_loads_no_rich_export_certify_or_turns(tmp_path):
     assert p.returncode == 0, p.stderr
     assert '"steps"' in p.stdout
     loaded = dump.read_text().split("\n")
-    assert "trajkit.cli.read" in loaded and "trajkit.formats.openhands_v0" in loaded
+    assert "trajkit.cli.steps" in loaded and "trajkit.formats.openhands_v0" in loaded
+    assert "trajkit.cli.read" not in loaded  # the other reading verbs are not defined for `steps`
     # trajkit.rl.calls (the model-call parser the rollout-trace reader uses) may load; turns, proxy and tokenizers not.
     heavy = [m for m in loaded if m == "rich" or m.startswith(("rich.", "trajkit.export", "trajkit.certify", "trajkit.spec",
                                                                 "trajkit.rl.turns", "trajkit.rl.proxy", "trajkit.rl.tokenize",

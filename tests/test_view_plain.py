@@ -162,7 +162,7 @@ def test_cli_table_on_a_pipe_imports_no_rich_console():
     )
     run = REPO / "examples" / "openhands-v0-trial"
     p = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, cwd=REPO,
-                       env={"PATH": "", "PYTHONPATH": str(REPO / "src"), "COLUMNS": "80"})
+                       env={"PATH": "", "PYTHONPATH": str(REPO / "src"), "COLUMNS": "80", "PYTHONDONTWRITEBYTECODE": "1"})
     assert p.returncode == 0, p.stderr
     loaded = eval(p.stderr.strip().splitlines()[-1])
     assert "rich.console" not in loaded and "rich.table" not in loaded

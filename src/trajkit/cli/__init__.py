@@ -5,7 +5,8 @@ The verbs live in one module per area and are listed in
 used, so ``trajkit --help`` stays fast and ``trajkit steps`` never loads the
 export, certify or RL code:
 
-- :mod:`.read` — ``detect``, ``steps``, ``show``, ``normalize``, ``ls``, ``context``;
+- :mod:`.read` — ``detect``, ``show``, ``normalize``, ``ls``, ``context``;
+- :mod:`.steps` — ``steps``;
 - :mod:`.export` — ``convert``, ``verify``;
 - :mod:`.certify` — ``certify``, ``fcr``;
 - :mod:`.rl` — ``turns``, ``proxy``;
@@ -34,7 +35,7 @@ from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, EXIT_OK
 #: verb -> "module:attribute" of a click command, imported on first use.
 LAZY_COMMANDS: dict[str, str] = {
     "detect": "trajkit.cli.read:detect_cmd",
-    "steps": "trajkit.cli.read:steps_cmd",
+    "steps": "trajkit.cli.steps:steps_cmd",
     "show": "trajkit.cli.read:show_cmd",
     "normalize": "trajkit.cli.read:normalize_cmd",
     "ls": "trajkit.cli.read:ls_cmd",
