@@ -142,7 +142,8 @@ def _column_widths(columns: list[list[str]], maxes: list[int | None], max_width:
 
 
 def _wrap(text: str, width: int, justify: str, overflow: str) -> list[str]:
-    """``Text.wrap`` (no tabs), each line then fitted to ``width`` cells when ``pad``."""
+    """``Text.wrap``: ``text`` split on newlines, tabs expanded, each line cut into
+    lines of at most ``width`` cells, justified and truncated as rich does."""
     from rich._wrap import divide_line
     from rich.cells import cell_len, set_cell_size
 
