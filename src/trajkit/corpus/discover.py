@@ -241,3 +241,69 @@ def discover(
         out.append(refs)
     return [r for refs in out for r in refs]
 
+
+
+# ---------------------------------------------------------------- the state of a tree, for re-discovery
+
+#: A file or folder whose mtime or ctime is this recent when a tree's state is
+#: taken could change again within the same timestamp tick unseen (a coarse
+#: file-system clock): such a state is not trusted to say "unchanged" later.
+RACY_SECONDS = 2.0
+
+
+def tree_digest(root: str | os.PathLike) -> str | None:
+    """A digest of everything under the directory ``root`` that :func:`discover` can look at.
+
+    It sums up every entry below the root, hidden ones included, at any depth:
+    its relative path, type, size, mtime, ctime and inode (the listings,
+    types and file contents discovery reads). Two equal digests mean nothing
+    discovery sees has changed, so the runs it finds are the same. None when
+    the tree cannot vouch for that: ``root`` is not a directory, a symlinked
+    folder lies inside (its target is outside the walk), a folder cannot be
+    listed, or an entry changed less than :data:`RACY_SECONDS` before the walk.
+    """
+    import hashlib
+    import stat as _stat
+    import time
+
+    top = os.path.abspath(os.fspath(root))
+    try:
+        st = os.stat(top)
+    except OSError:
+        return None
+    if not _stat.S_ISDIR(st.st_mode):
+        return None
+    racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
+    if st.st_mtime_ns > racy_after or st.st_ctime_ns > racy_after:
+        return None
+    h = hashlib.blake2b(digest_size=20)
+    h.update(f".\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
+    stack = [(top, "")]
+    while stack:
+        d, rel = stack.pop()
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            return None
+        lines = []
+        for e in entries:
+            r = rel + "/" + e.name if rel else e.name
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    s = e.stat(follow_symlinks=False)
+                    stack.append((e.path, r))
+                    kind, size = "d", 0
+                else:
+                    if e.is_symlink() and os.path.isdir(e.path):
+                        return None  # a symlinked folder: what it holds is outside this walk
+                    s = e.stat()
+                    kind, size = "f", s.st_size
+            except OSError:
+                lines.append(f"{r}\0gone\n")  # a dangling symlink, or an entry that vanished
+                continue
+            if s.st_mtime_ns > racy_after or s.st_ctime_ns > racy_after:
+                return None
+            lines.append(f"{r}\0{kind}\0{size}\0{s.st_mtime_ns}\0{s.st_ctime_ns}\0{s.st_ino}\n")
+        h.update("".join(lines).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()

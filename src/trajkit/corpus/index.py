@@ -34,11 +34,14 @@ from typing import Any, Callable, Iterable
 from ..atomic import write_atomic
 from ..jsonio import dumps, loads
 from .tables import OPTIONAL_TABLES, TABLES, schema
-from .tasks import IndexOptions, IndexTask, Unit, UnitRows
+from .tasks import IndexOptions, IndexTask, Unit, UnitRows, change_key
 
 MANIFESTS = "_manifests"
 LOCK = ".lock"
 MANIFEST_FORMAT = "trajkit.index/1"
+#: What the last discovery under each ROOT found, with the digest of the tree it walked.
+DISCOVERY = "_discovery.json"
+DISCOVERY_FORMAT = "trajkit.discovery/1"
 #: Runs per engine task (a worker's unit of work); a committed batch gathers several.
 ENGINE_CHUNK = 64
 
@@ -198,6 +201,49 @@ def units(roots: Iterable[str], on_problem: Callable[[str], None] | None = None)
     return out
 
 
+def _tree_digest(raw: str) -> str | None:
+    """The digest of the directory ROOT ``raw`` when its runs may be remembered:
+    not when ``raw`` is itself a run (or inside one: detection then looks at
+    folders above it, which the digest does not cover)."""
+    from ..registry import detect
+    from .discover import tree_digest
+
+    if not os.path.isdir(raw) or detect(raw).format is not None:
+        return None
+    return tree_digest(raw)
+
+
+def _cache_key(raw: str) -> str:
+    # the runs are named in the caller's form: the same folder written otherwise is another entry
+    return f"{raw}\0{os.path.abspath(raw)}"
+
+
+def _discovery_stamp() -> str:
+    """What discovery's result depends on besides the tree: trajkit and the formats it knows."""
+    from ..registry import formats, origin
+
+    return version() + ";" + ",".join(f"{f.name}@{origin(f.name)}" for f in formats())
+
+
+def load_discovery(out: Path) -> dict[str, dict[str, Any]]:
+    """The runs each ROOT's last discovery found (``DIR/_discovery.json``), when made by this trajkit with these formats."""
+    try:
+        with open(out / DISCOVERY, "rb") as f:
+            doc, _ = loads(f.read())
+    except OSError:
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != DISCOVERY_FORMAT or doc.get("stamp") != _discovery_stamp():
+        return {}
+    roots = doc.get("roots")
+    return roots if isinstance(roots, dict) else {}
+
+
+def save_discovery(out: Path, walked: dict[str, dict[str, Any]]) -> None:
+    """Remember what discovery found under each ROOT (a cache: losing it only costs a walk)."""
+    doc = {"format": DISCOVERY_FORMAT, "stamp": _discovery_stamp(), "roots": walked}
+    write_atomic(out / DISCOVERY, dumps(doc, indent=False), durable=False)
+
+
 class _Found:
     """The runs under the roots, found by a background thread while the engine
     already reads the first ones: an iterator of :class:`Unit` s (each with the
@@ -206,12 +252,15 @@ class _Found:
     _END = object()
 
     def __init__(self, roots: list[str], have: dict[str, tuple[int, float, str]], dead: set[str],
-                 on_problem: Callable[[str], None] | None, on_found: Callable[[int], None] | None) -> None:
+                 on_problem: Callable[[str], None] | None, on_found: Callable[[int], None] | None,
+                 cache: dict[str, dict[str, Any]] | None = None) -> None:
         import queue
         import threading
 
         self.q: Any = queue.Queue(maxsize=4096)
         self.have, self.dead = have, dead
+        self.cache = cache or {}
+        self.walked: dict[str, dict[str, Any]] = {}  # what each root's discovery found, for the next run
         self.on_problem, self.on_found = on_problem, on_found
         self.sources: set[str] = set()
         self.count = 0
@@ -221,15 +270,37 @@ class _Found:
         self.thread.start()
 
     def _walk(self, roots: list[str]) -> None:
-        from .discover import discover
+        from .discover import RunRef, discover
 
         try:
             for raw in roots:
-                def found(ref: Any, raw: str = raw) -> None:
-                    u = unit_of(ref, raw)
-                    self.q.put(u)
+                digest = _tree_digest(raw)  # taken before the walk: a change during it shows next time
+                hit = self.cache.get(_cache_key(raw))
+                if digest is not None and hit is not None and hit.get("tree") == digest:
+                    # nothing under the root changed since that walk: its runs, without detecting again
+                    for problem in hit.get("problems") or []:
+                        if self.on_problem is not None:
+                            self.on_problem(problem)
+                    for path, kind, fmt in hit.get("refs") or []:
+                        self.q.put(unit_of(RunRef(Path(path), kind, fmt, raw), raw))
+                    self.walked[_cache_key(raw)] = hit
+                    continue
+                refs: list[list[Any]] = []
+                problems: list[str] = []
 
-                discover([raw], archives=True, on_problem=self.on_problem, on_found=found)
+                def found(ref: Any, raw: str = raw, refs: list[list[Any]] = refs) -> None:
+                    if digest is not None:
+                        refs.append([str(ref.path), ref.kind, ref.format])
+                    self.q.put(unit_of(ref, raw))
+
+                def problem(msg: str, problems: list[str] = problems) -> None:
+                    problems.append(msg)
+                    if self.on_problem is not None:
+                        self.on_problem(msg)
+
+                discover([raw], archives=True, on_problem=problem, on_found=found)
+                if digest is not None:
+                    self.walked[_cache_key(raw)] = {"tree": digest, "refs": refs, "problems": problems}
         except BaseException as e:  # pragma: no cover - surfaced in the consumer
             self.error = e
         finally:
@@ -380,7 +451,8 @@ def build(
         for m in current:
             for u in m.get("units") or []:
                 have[u["source"]] = (u.get("size"), u.get("mtime"), m["batch"])
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{os.getpid()}"
+        now = time.time_ns()  # to the nanosecond: two builds in one process within a second must not share batch names
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000_000)) + f".{now % 1_000_000_000:09d}-{os.getpid()}"
         dead: set[str] = set()  # old batches superseded by this run
         pending_dead: list[str] = []  # ... not yet named by a committed manifest
         held: list[UnitRows] = []
@@ -426,17 +498,32 @@ def build(
                 if on_progress is not None:
                     on_progress(done)
 
-        found = _Found(list(roots), have, dead, on_problem, on_discovered)
+        found = _Found(list(roots), have, dead, on_problem, on_discovered, load_discovery(outp))
         ended = [False]
 
         def stream() -> Iterable[Unit]:
+            import dataclasses
+
+            nonlocal done
             for u in found:
+                if u.prev is not None:
+                    # the change key, worked out here: an unchanged run costs a few stats, not a trip to a worker
+                    size, mtime = change_key(u.path)
+                    if tuple(u.prev) == (size, mtime):
+                        skipped.append(dataclasses.replace(u, size=size, mtime=mtime))
+                        done += 1
+                        if on_progress is not None and done % 256 == 0:
+                            on_progress(done)
+                        continue
                 yield u
             ended[0] = True
             if on_start is not None:
                 on_start(found.count, 0)
 
         take(stream())
+        if on_progress is not None:
+            on_progress(done)
+        save_discovery(outp, found.walked)
         res.found = found.count
         # runs that vanished: their batches go; runs found unchanged in a superseded batch are read again
         for src, (_, _, batch) in have.items():

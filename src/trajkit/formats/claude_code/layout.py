@@ -111,15 +111,17 @@ def companion_owner(path: Path, probe: Probe) -> Path | None:
     """The main transcript a path inside a session's companion folder
     belongs to: the nearest ancestor ``X`` (up to five levels) with a file
     ``X.jsonl`` beside it and a ``subagents`` or ``workflows`` folder in it."""
-    p = path
+    p = os.fspath(path)  # strings, not Path objects: detection asks this of every file it walks past
     for _ in range(6):
-        parent = p.parent
+        parent = os.path.dirname(p)
         if parent == p:
             return None
-        if probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
-            main = parent / (p.name + ".jsonl")
-            if probe.is_file(main):
-                return main
+        if probe.is_dir(p):
+            names = probe.listdir(p)
+            if names and ("subagents" in names or "workflows" in names):
+                main = os.path.join(parent, os.path.basename(p) + ".jsonl")
+                if probe.is_file(main):
+                    return Path(main)
         p = parent
     return None
 

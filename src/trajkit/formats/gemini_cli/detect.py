@@ -28,6 +28,9 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not body.startswith(b"{"):
         return Reject("does not start with a JSON object")
+    if b"sessionId" not in head and b"content" not in head and b'"gemini"' not in head and b"\\u" not in head:
+        # every match below needs one of these words (unless a key is written with \u escapes)
+        return Reject("no sessionId + projectHash, no gemini messages")
     first = body.split(b"\n", 1)[0]
     try:
         v = orjson.loads(first)

@@ -1,0 +1,159 @@
+"""Re-indexing with the discovery the index remembers (``DIR/_discovery.json``).
+
+An index remembers, per ROOT, the runs its last discovery found and a digest
+of the tree it walked (:func:`trajkit.corpus.discover.tree_digest`). When the
+digest is unchanged the runs are taken from there, without detecting again;
+any change under the ROOT (a run changed in place, added or removed) makes
+discovery walk again. The expected runs come from the files on disk, listed
+here by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import importlib
+
+from trajkit.corpus.discover import tree_digest
+from trajkit.corpus.index import DISCOVERY, build
+
+discover_mod = importlib.import_module("trajkit.corpus.discover")  # the package re-exports the function under this name
+
+
+def _runs(out: Path) -> dict[str, int]:
+    """source -> size_bytes of the live runs rows."""
+    from trajkit.corpus.index import live_files
+
+    rows = [r for f in live_files(out)["runs"] for r in pq.read_table(f).to_pylist()]
+    return {r["source"]: r["size_bytes"] for r in rows}
+
+
+def _age(root: Path, seconds: float = 3600.0) -> None:
+    """Set every mtime under ``root`` back (as a corpus written an hour ago)."""
+    when = os.stat(root).st_mtime - seconds
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            os.utime(os.path.join(d, n), (when, when), follow_symlinks=False)
+    os.utime(root, (when, when))
+
+
+@pytest.fixture
+def tree(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # ctimes cannot be set back, so the racy window is closed for these tests (it is tested on its own below)
+    monkeypatch.setattr(discover_mod, "RACY_SECONDS", 0.0)
+    root = tmp_path / "runs"
+    for f in sorted((corpus / "openhands_v0" / "flat_exports").glob("*.json")):
+        (root / "flat").mkdir(parents=True, exist_ok=True)
+        shutil.copy(f, root / "flat" / f.name)
+    for conv in sorted((corpus / "openhands_v1" / "sdk_pr_artifacts").glob("*/*")):
+        shutil.copytree(conv, root / "sdk" / conv.name)
+    _age(root)
+    return root
+
+
+def _expected(root: Path) -> set[str]:
+    """The runs on disk: each flat export file and each SDK conversation folder."""
+    flat = {f"runs/flat/{p.name}" for p in (root / "flat").glob("*.json")}
+    sdk = {f"runs/sdk/{p.name}" for p in (root / "sdk").iterdir() if p.is_dir()}
+    return flat | sdk
+
+
+def _no_discovery(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fail(*a, **k):
+        raise AssertionError("discovery walked again although nothing changed")
+
+    monkeypatch.setattr(discover_mod, "discover", fail)
+
+
+def test_unchanged_tree_is_not_discovered_again(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    out = tmp_path / "idx"
+    first = build([str(tree)], out, engine="serial", batch_size=1)
+    assert first.indexed == len(_expected(tree)) == 7
+    doc = json.loads((out / DISCOVERY).read_text())
+    (entry,) = doc["roots"].values()
+    assert entry["tree"] == tree_digest(tree)
+    assert {"runs/" + os.path.relpath(p, tree) for p, _k, _f in entry["refs"]} == _expected(tree)
+    with monkeypatch.context() as m:
+        _no_discovery(m)
+        again = build([str(tree)], out, engine="serial", batch_size=1)
+    assert again.found == 7 and again.skipped == 7 and again.indexed == 0
+
+
+def test_changed_added_and_removed_runs_are_each_picked_up(tree: Path, tmp_path: Path):
+    out = tmp_path / "idx"
+    build([str(tree)], out, engine="serial", batch_size=1)
+    before = tree_digest(tree)
+
+    # changed in place: the file's size and mtime change, its folder's listing does not
+    f = tree / "flat" / "basic.json"
+    f.write_text(f.read_text() + "\n")
+    assert tree_digest(tree) != before
+    r = build([str(tree)], out, engine="serial", batch_size=1)
+    assert r.found == 7 and r.indexed == 1
+    assert _runs(out)["runs/flat/basic.json"] == f.stat().st_size
+
+    # added: a new run folder
+    src = next(p for p in (tree / "sdk").iterdir() if p.is_dir())
+    shutil.copytree(src, tree / "sdk" / "added-conversation")
+    r = build([str(tree)], out, engine="serial", batch_size=1)
+    assert r.found == 8 and r.indexed == 1
+    assert set(_runs(out)) == _expected(tree)
+
+    # a file added inside a run folder changes that run's key, not the set of runs
+    (tree / "sdk" / "added-conversation" / "notes.txt").write_text("x")
+    r = build([str(tree)], out, engine="serial", batch_size=1)
+    assert r.found == 8 and r.indexed == 1
+
+    # removed
+    shutil.rmtree(tree / "sdk" / src.name)
+    r = build([str(tree)], out, engine="serial", batch_size=1)
+    assert r.found == 7
+    assert set(_runs(out)) == _expected(tree) and f"runs/sdk/{src.name}" not in _runs(out)
+
+    # and unchanged since: remembered again
+    doc = json.loads((out / DISCOVERY).read_text())
+    assert [e["tree"] for e in doc["roots"].values()] == [tree_digest(tree)]
+
+
+def test_a_recently_changed_tree_is_not_trusted(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "runs"
+    shutil.copytree(corpus / "openhands_v0" / "flat_exports", root)
+    monkeypatch.setattr(discover_mod, "RACY_SECONDS", 3600.0)  # everything here was written within the hour
+    assert tree_digest(root) is None
+    out = tmp_path / "idx"
+    assert build([str(root)], out, engine="serial").indexed == 4
+    assert json.loads((out / DISCOVERY).read_text())["roots"] == {}
+
+
+def test_a_symlinked_folder_inside_is_not_trusted(tree: Path, tmp_path: Path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (tree / "link").symlink_to(outside, target_is_directory=True)
+    assert tree_digest(tree) is None
+    (tree / "link").unlink()
+    assert tree_digest(tree) is not None
+
+
+def test_a_root_inside_a_run_is_not_remembered(tree: Path, tmp_path: Path):
+    # detection looks at the folders above such a ROOT, which the digest does not cover
+    conv = next(p for p in (tree / "sdk").iterdir() if p.is_dir())
+    inner = conv / "events"
+    out = tmp_path / "idx"
+    build([str(inner)], out, engine="serial")
+    assert json.loads((out / DISCOVERY).read_text())["roots"] == {}
+
+
+def test_roots_written_otherwise_are_remembered_apart(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    out = tmp_path / "idx"
+    monkeypatch.chdir(tree.parent)
+    build(["runs"], out, engine="serial")
+    build([str(tree)], out, engine="serial", batch_size=1)
+    doc = json.loads((out / DISCOVERY).read_text())
+    (entry,) = doc["roots"].values()  # the last build remembers its own ROOT, in its own form
+    assert all(os.path.isabs(p) for p, _k, _f in entry["refs"])
