@@ -78,7 +78,8 @@ def test_unchanged_tree_is_not_discovered_again(tree: Path, tmp_path: Path, monk
     doc = json.loads((out / DISCOVERY).read_text())
     (entry,) = doc["roots"].values()
     assert entry["tree"] == tree_digest(tree)
-    assert {"runs/" + os.path.relpath(p, tree) for p, _k, _f in entry["refs"]} == _expected(tree)
+    assert {"runs/" + os.path.relpath(p, tree) for p, _s, _r, _a in entry["units"]} == _expected(tree)
+    assert {src for _p, src, _r, _a in entry["units"]} == _expected(tree)
     with monkeypatch.context() as m:
         _no_discovery(m)
         again = build([str(tree)], out, engine="serial", batch_size=1)
@@ -156,4 +157,13 @@ def test_roots_written_otherwise_are_remembered_apart(tree: Path, tmp_path: Path
     build([str(tree)], out, engine="serial", batch_size=1)
     doc = json.loads((out / DISCOVERY).read_text())
     (entry,) = doc["roots"].values()  # the last build remembers its own ROOT, in its own form
-    assert all(os.path.isabs(p) for p, _k, _f in entry["refs"])
+    assert all(os.path.isabs(p) for p, _s, _r, _a in entry["units"])
+
+
+def test_digest_change_keys_are_change_key(tree: Path):
+    from trajkit.corpus.tasks import change_key
+
+    paths = [str(tree)] + [os.path.join(d, n) for d, dirs, files in os.walk(tree) for n in dirs + files]
+    keys: dict = {p: None for p in paths}
+    assert tree_digest(tree, keys) is not None
+    assert len(paths) > 20 and all(keys[p] == change_key(p) for p in paths)

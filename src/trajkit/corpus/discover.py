@@ -117,6 +117,17 @@ def discover(
     one cached :class:`~trajkit.reading.probe.Probe` per folder that drops
     the file heads it read once an entry is decided.
     """
+    from ..reading import tree
+    from ..reading.probe import Probe
+    from ..registry import detect, formats, split_member
+    from .archive import is_archive
+
+    with tree.shared_listings():  # each folder listed once, whichever format's walk asks
+        return _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_found)
+
+
+def _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_found) -> list[RunRef]:
+    from ..reading import tree
     from ..reading.probe import Probe
     from ..registry import detect, formats, split_member
     from .archive import is_archive
@@ -195,8 +206,7 @@ def discover(
         def walk(d: str, named: Path, depth: int) -> None:
             probe = Probe()  # one per folder: its entries share the folder's listing, and it dies with the walk of it
             try:
-                with os.scandir(d) as it:
-                    entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(tree.scandir(d), key=lambda e: e.name)
             except OSError as e:
                 if on_problem:
                     on_problem(f"{named}: cannot list: {e.strerror or e}")
@@ -251,7 +261,7 @@ def discover(
 RACY_SECONDS = 2.0
 
 
-def tree_digest(root: str | os.PathLike) -> str | None:
+def tree_digest(root: str | os.PathLike, keys: dict[str, tuple[int, float]] | None = None) -> str | None:
     """A digest of everything under the directory ``root`` that :func:`discover` can look at.
 
     It sums up every entry below the root, hidden ones included, at any depth:
@@ -261,6 +271,11 @@ def tree_digest(root: str | os.PathLike) -> str | None:
     the tree cannot vouch for that: ``root`` is not a directory, a symlinked
     folder lies inside (its target is outside the walk), a folder cannot be
     listed, or an entry changed less than :data:`RACY_SECONDS` before the walk.
+
+    ``keys``: paths (absolute, as :func:`os.path.abspath` writes them) whose
+    change key is wanted; each one under ``root`` gets the key
+    :func:`trajkit.corpus.tasks.change_key` would give it, from this walk's
+    stats (filled only when a digest is returned).
     """
     import hashlib
     import stat as _stat
@@ -276,34 +291,61 @@ def tree_digest(root: str | os.PathLike) -> str | None:
     racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
     if st.st_mtime_ns > racy_after or st.st_ctime_ns > racy_after:
         return None
+    want = keys if keys is not None else {}
     h = hashlib.blake2b(digest_size=20)
     h.update(f".\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n".encode())
-    stack = [(top, "")]
-    while stack:
-        d, rel = stack.pop()
+
+    class _Untrusted(Exception):
+        pass
+
+    def walk(d: str, rel: str) -> tuple[int, float]:
+        # (bytes of the files below d, newest mtime below d): change_key's sums, d's own mtime left to the caller
         try:
             with os.scandir(d) as it:
                 entries = sorted(it, key=lambda e: e.name)
         except OSError:
-            return None
+            raise _Untrusted from None
         lines = []
+        subdirs = []
+        size, newest = 0, 0.0
         for e in entries:
             r = rel + "/" + e.name if rel else e.name
             try:
                 if e.is_dir(follow_symlinks=False):
                     s = e.stat(follow_symlinks=False)
-                    stack.append((e.path, r))
-                    kind, size = "d", 0
+                    subdirs.append((e, r, s.st_mtime))
+                    kind, n = "d", 0
                 else:
                     if e.is_symlink() and os.path.isdir(e.path):
-                        return None  # a symlinked folder: what it holds is outside this walk
+                        raise _Untrusted  # a symlinked folder: what it holds is outside this walk
                     s = e.stat()
-                    kind, size = "f", s.st_size
+                    kind, n = "f", s.st_size
+                    size += n
+                    if s.st_mtime > newest:
+                        newest = s.st_mtime
+                    if e.path in want:
+                        want[e.path] = (n, s.st_mtime)
             except OSError:
                 lines.append(f"{r}\0gone\n")  # a dangling symlink, or an entry that vanished
                 continue
             if s.st_mtime_ns > racy_after or s.st_ctime_ns > racy_after:
-                return None
-            lines.append(f"{r}\0{kind}\0{size}\0{s.st_mtime_ns}\0{s.st_ctime_ns}\0{s.st_ino}\n")
+                raise _Untrusted
+            lines.append(f"{r}\0{kind}\0{n}\0{s.st_mtime_ns}\0{s.st_ctime_ns}\0{s.st_ino}\n")
         h.update("".join(lines).encode("utf-8", "surrogateescape"))
+        for e, r, mtime in subdirs:
+            sub_size, sub_newest = walk(e.path, r)
+            sub_newest = max(mtime, sub_newest)
+            if e.path in want:
+                want[e.path] = (sub_size, sub_newest)
+            size += sub_size
+            if sub_newest > newest:
+                newest = sub_newest
+        return size, newest
+
+    try:
+        size, newest = walk(top, "")
+    except (_Untrusted, RecursionError):
+        return None
+    if top in want:
+        want[top] = (size, max(st.st_mtime, newest))
     return h.hexdigest()

@@ -39,7 +39,8 @@ from .tasks import IndexOptions, IndexTask, Unit, UnitRows, change_key
 MANIFESTS = "_manifests"
 LOCK = ".lock"
 MANIFEST_FORMAT = "trajkit.index/1"
-#: What the last discovery under each ROOT found, with the digest of the tree it walked.
+#: What the last discovery under each ROOT found (its runs as units: path, source, rel, archive), with
+#: the digest of the tree it walked.
 DISCOVERY = "_discovery.json"
 DISCOVERY_FORMAT = "trajkit.discovery/1"
 #: Runs per engine task (a worker's unit of work); a committed batch gathers several.
@@ -201,16 +202,22 @@ def units(roots: Iterable[str], on_problem: Callable[[str], None] | None = None)
     return out
 
 
-def _tree_digest(raw: str) -> str | None:
+def _tree_digest(raw: str, keys: dict[str, Any] | None = None) -> str | None:
     """The digest of the directory ROOT ``raw`` when its runs may be remembered:
     not when ``raw`` is itself a run (or inside one: detection then looks at
-    folders above it, which the digest does not cover)."""
+    folders above it, which the digest does not cover). ``keys``: see
+    :func:`~trajkit.corpus.discover.tree_digest`."""
     from ..registry import detect
     from .discover import tree_digest
 
     if not os.path.isdir(raw) or detect(raw).format is not None:
         return None
-    return tree_digest(raw)
+    return tree_digest(raw, keys)
+
+
+def _file_of(path: str) -> str:
+    """The file a member path ``FILE#ID`` names (``path`` itself otherwise), as change_key reads it."""
+    return path.rsplit("#", 1)[0] if "#" in path and not os.path.lexists(path) else path
 
 
 def _cache_key(raw: str) -> str:
@@ -235,7 +242,15 @@ def load_discovery(out: Path) -> dict[str, dict[str, Any]]:
     if not isinstance(doc, dict) or doc.get("format") != DISCOVERY_FORMAT or doc.get("stamp") != _discovery_stamp():
         return {}
     roots = doc.get("roots")
-    return roots if isinstance(roots, dict) else {}
+    if not isinstance(roots, dict):
+        return {}
+
+    def sound(e: Any) -> bool:  # a damaged entry is walked again, never trusted
+        return (isinstance(e, dict) and isinstance(e.get("tree"), str) and isinstance(e.get("problems"), list)
+                and isinstance(e.get("units"), list)
+                and all(isinstance(u, list) and len(u) == 4 and all(isinstance(x, str) for x in u[:3]) for u in e["units"]))
+
+    return {k: e for k, e in roots.items() if sound(e)}
 
 
 def save_discovery(out: Path, walked: dict[str, dict[str, Any]]) -> None:
@@ -260,6 +275,7 @@ class _Found:
         self.q: Any = queue.Queue(maxsize=4096)
         self.have, self.dead = have, dead
         self.cache = cache or {}
+        self.ready: list[Unit] = []  # units handed over as a list, still to be yielded (last first)
         self.walked: dict[str, dict[str, Any]] = {}  # what each root's discovery found, for the next run
         self.on_problem, self.on_found = on_problem, on_found
         self.sources: set[str] = set()
@@ -270,28 +286,38 @@ class _Found:
         self.thread.start()
 
     def _walk(self, roots: list[str]) -> None:
-        from .discover import RunRef, discover
+        import dataclasses
+
+        from .discover import discover
 
         try:
             for raw in roots:
-                digest = _tree_digest(raw)  # taken before the walk: a change during it shows next time
                 hit = self.cache.get(_cache_key(raw))
+                units = [Unit(path=p, source=src, root=raw, rel=rel, archive=bool(a)) for p, src, rel, a in hit.get("units") or []] if hit else []
+                keys: dict[str, Any] = {_file_of(u.path): None for u in units}
+                digest = _tree_digest(raw, keys)  # taken before any walk: a change during it shows next time
                 if digest is not None and hit is not None and hit.get("tree") == digest:
-                    # nothing under the root changed since that walk: its runs, without detecting again
+                    # nothing under the root changed since that walk: its runs, without detecting again, and
+                    # their change keys from the digest's own stats
                     for problem in hit.get("problems") or []:
                         if self.on_problem is not None:
                             self.on_problem(problem)
-                    for path, kind, fmt in hit.get("refs") or []:
-                        self.q.put(unit_of(RunRef(Path(path), kind, fmt, raw), raw))
+                    keyed = []
+                    for u in units:
+                        k = keys.get(_file_of(u.path))
+                        keyed.append(dataclasses.replace(u, size=k[0], mtime=k[1]) if k is not None else u)
+                    self.q.put(keyed)  # one hand-over for the lot, not one per run
                     self.walked[_cache_key(raw)] = hit
                     continue
-                refs: list[list[Any]] = []
+                del units, keys
+                found_units: list[list[Any]] = []
                 problems: list[str] = []
 
-                def found(ref: Any, raw: str = raw, refs: list[list[Any]] = refs) -> None:
+                def found(ref: Any, raw: str = raw, found_units: list[list[Any]] = found_units) -> None:
+                    u = unit_of(ref, raw)
                     if digest is not None:
-                        refs.append([str(ref.path), ref.kind, ref.format])
-                    self.q.put(unit_of(ref, raw))
+                        found_units.append([u.path, u.source, u.rel, u.archive])
+                    self.q.put(u)
 
                 def problem(msg: str, problems: list[str] = problems) -> None:
                     problems.append(msg)
@@ -300,7 +326,7 @@ class _Found:
 
                 discover([raw], archives=True, on_problem=problem, on_found=found)
                 if digest is not None:
-                    self.walked[_cache_key(raw)] = {"tree": digest, "refs": refs, "problems": problems}
+                    self.walked[_cache_key(raw)] = {"tree": digest, "units": found_units, "problems": problems}
         except BaseException as e:  # pragma: no cover - surfaced in the consumer
             self.error = e
         finally:
@@ -313,12 +339,18 @@ class _Found:
         import dataclasses
 
         while True:
-            u = self.q.get()
-            if u is self._END:
-                self.done = True
-                if self.error is not None:
-                    raise self.error
-                raise StopIteration
+            if self.ready:
+                u = self.ready.pop()
+            else:
+                u = self.q.get()
+                if u is self._END:
+                    self.done = True
+                    if self.error is not None:
+                        raise self.error
+                    raise StopIteration
+                if isinstance(u, list):  # a remembered root's runs, handed over at once
+                    self.ready = u[::-1]
+                    continue
             if u.source in self.sources:  # found twice (two ROOTs naming one run under one name)
                 continue
             self.sources.add(u.source)
@@ -507,10 +539,11 @@ def build(
             nonlocal done
             for u in found:
                 if u.prev is not None:
-                    # the change key, worked out here: an unchanged run costs a few stats, not a trip to a worker
-                    size, mtime = change_key(u.path)
+                    # the change key, worked out here (or by the tree's digest): an unchanged run costs a few
+                    # stats, not a trip to a worker
+                    size, mtime = (u.size, u.mtime) if u.size is not None and u.mtime is not None else change_key(u.path)
                     if tuple(u.prev) == (size, mtime):
-                        skipped.append(dataclasses.replace(u, size=size, mtime=mtime))
+                        skipped.append(u if u.size is not None else dataclasses.replace(u, size=size, mtime=mtime))
                         done += 1
                         if on_progress is not None and done % 256 == 0:
                             on_progress(done)

@@ -8,6 +8,7 @@ with ``read_ok`` false and a ``diagnostics`` row saying why.
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,13 +209,13 @@ class IndexTask:
 def change_key(path: str) -> tuple[int, float]:
     """(total bytes, newest mtime) of a run's files: the file (the container
     of a ``PATH#ID`` member), or every file under a directory run."""
-    if not os.path.lexists(path) and "#" in path:
+    if "#" in path and not os.path.lexists(path):
         path = path.rsplit("#", 1)[0]
     try:
         st = os.stat(path)
     except OSError:
         return 0, 0.0
-    if not os.path.isdir(path):
+    if not stat.S_ISDIR(st.st_mode):  # one stat: a re-index asks this of every run
         return st.st_size, st.st_mtime
     size, newest = 0, st.st_mtime
     stack = [path]

@@ -19,6 +19,7 @@ import stat as _stat
 from typing import Any
 
 from .io import head as _head
+from .tree import scandir as _scandir
 
 _MISSING: Any = object()
 #: The least a head read fetches (formats ask for 256 bytes to 1 MiB).
@@ -48,8 +49,7 @@ class Probe:
         # one scandir serves listdir() and scan(): the entries keep their type
         self.calls += 1
         try:
-            with os.scandir(p) as it:
-                entries = list(it)
+            entries = _scandir(p)  # shared by every probe and walk of one discovery (reading.tree)
         except OSError:
             self._entries[p] = None
             self._ls[p] = None

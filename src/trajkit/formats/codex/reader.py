@@ -39,6 +39,7 @@ from ...model import (
 from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
+from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import Match
 from ...steps import render_action
@@ -1036,7 +1037,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     out: dict[str, Path] = {}
     children = 0
     probe = Probe()
-    for dirpath, dirnames, filenames in os.walk(p, onerror=lambda e: diags.append(
+    for dirpath, dirnames, filenames in tree.walk(p, onerror=lambda e: diags.append(
             Diagnostic("codex.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
         dirnames.sort()
         for name in sorted(filenames):

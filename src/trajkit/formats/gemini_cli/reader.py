@@ -36,6 +36,7 @@ from ...model import (
 from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
+from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import Match
 from ...steps import render_action
@@ -612,7 +613,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     if p.is_file():
         return [p] if isinstance(sniff(probe, p, "*"), Match) else []
     out = []
-    for dirpath, dirnames, filenames in os.walk(p, onerror=lambda e: diags.append(
+    for dirpath, dirnames, filenames in tree.walk(p, onerror=lambda e: diags.append(
             Diagnostic("gemini.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
         dirnames.sort()
         if os.path.basename(dirpath) != "chats":

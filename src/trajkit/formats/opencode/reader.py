@@ -11,6 +11,7 @@ from typing import Any
 from ...diagnostics import ERROR, INFO, Diagnostic
 from ...model import ReadOptions, Session, SourceFile
 from ...reading.listing import session_row
+from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import split_member
 from . import native
@@ -291,8 +292,7 @@ def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: 
         return
     seen.add(key)
     try:
-        with os.scandir(root) as it:
-            entries = sorted(it, key=lambda e: e.name)
+        entries = sorted(tree.scandir(root), key=lambda e: e.name)
     except OSError as e:
         diags.append(Diagnostic("opencode.no-session", f"cannot list directory: {e.strerror or e}", INFO, file=root))
         return

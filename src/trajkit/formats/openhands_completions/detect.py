@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import STRONG, Match, Reject
 from ...vocab import CODE_OP, CONTROL_OP, FETCH_OP, FINISH_OP, SHELL_OP, THINK_OP, ToolSpec, ToolTable
@@ -70,14 +71,12 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 def find_sessions(root: Any, diagnostics: list | None = None) -> list[Path]:
     """The folders of completion logs at or under ``root`` (a V0
     ``llm_completions/`` holds one per instance)."""
-    import os
-
     probe = Probe()
     root = Path(root)
     if probe.is_file(root):
         root = root.parent
     out = []
-    for dirpath, dirnames, _files in os.walk(root):
+    for dirpath, dirnames, _files in tree.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         d = Path(dirpath)
         if isinstance(sniff(probe, d, "*-[0-9]*.json"), Match):

@@ -15,6 +15,7 @@ from ... import jsonio
 from ...diagnostics import Diagnostic
 from ...model import ReadOptions
 from ...reading import io as read_io
+from ...reading import tree
 from ...reading.probe import Probe
 from .detect import _HEAD, looks_like_output
 
@@ -174,7 +175,7 @@ def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> lis
         if looks_like_output(p, probe):
             files.append(p)
     elif p.is_dir():
-        for dirpath, dirnames, filenames in os.walk(p):
+        for dirpath, dirnames, filenames in tree.walk(p):
             depth = len(Path(dirpath).relative_to(p).parts)
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < 4)
             for n in sorted(filenames):

@@ -16,6 +16,7 @@ from pathlib import Path
 import orjson
 
 from ...diagnostics import ERROR, WARNING, Diagnostic
+from ...reading import tree
 from ...reading.probe import Probe
 
 #: The SDK's reader regex since 1.30 (5 or more index digits; the id part as
@@ -172,8 +173,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
         if depth >= MAX_WALK_DEPTH:
             return
         try:
-            with os.scandir(d) as it:
-                entries = sorted((e for e in it), key=lambda e: e.name)
+            entries = sorted(tree.scandir(d), key=lambda e: e.name)
         except OSError as e:
             diags.append(Diagnostic("sdk.dir-unreadable", f"cannot list directory: {e.strerror or e}", WARNING, file=str(d)))
             return

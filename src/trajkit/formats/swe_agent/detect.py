@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Match, Reject
 
@@ -51,7 +52,7 @@ def files_ending(root: Path, suffix: str) -> list[Path]:
     if root.is_file():
         return [root] if root.name.endswith(suffix) else []
     out: list[Path] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in tree.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(suffix) and not f.startswith(".")]
     return out
