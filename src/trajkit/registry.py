@@ -687,11 +687,15 @@ def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, pro
                 yield fp
     else:
         name = candidate.name
-        for fp in fmt.fingerprints:
-            if "/" not in fp:
-                match = _parse_glob(fp)[0][1]
-                if (match(name) if match is not None else name == fp):
-                    yield fp
+        for fp, match in _file_globs(tuple(fmt.fingerprints)):
+            if (match(name) if match is not None else name == fp):
+                yield fp
+
+
+@functools.lru_cache(maxsize=None)
+def _file_globs(fingerprints: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
+    """The fingerprints a file's name can hit (no ``/``), each with its matcher (None: a literal name)."""
+    return tuple((fp, _parse_glob(fp)[0][1]) for fp in fingerprints if "/" not in fp)
 
 
 def _relates(depth: int, rel_first: str | None, fp: str) -> bool:
@@ -777,12 +781,17 @@ def detect(
     for depth, cand in enumerate(_candidates(p, ancestors)):
         cs = str(cand)
         is_dir = probe.is_dir(cs)
+        name = cand.name
         rel_first = p.relative_to(cand).parts[0] if depth else None
         floor = None  # priority of a strong match at this candidate
         for fmt in fmts:
             if floor is not None and fmt.priority < floor:
                 break  # formats are in priority order: none of the rest can win
-            for fp in _fingerprint_hits(cand, cs, fmt, is_dir, probe):
+            if is_dir:
+                hits: Any = _fingerprint_hits(cand, cs, fmt, True, probe)  # lazy: globs list folders
+            else:  # a name against globs: no I/O, so no generator per format and candidate
+                hits = [fp for fp, m in _file_globs(tuple(fmt.fingerprints)) if (m(name) if m is not None else name == fp)]
+            for fp in hits:
                 if not _relates(depth, rel_first, fp):
                     det.considered.append(Candidate(
                         fmt.name, fmt.priority, cs, fp, "unrelated",

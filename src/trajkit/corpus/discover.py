@@ -62,11 +62,11 @@ def _named(found: Path, given: Path, given_abs: Path) -> Path:
 def _root_is(det, p: Path) -> bool:
     if det.format is None or det.match is None:
         return False
-    root = Path(det.match.root)
+    root = det.match.root
     if os.path.abspath(root) == os.path.abspath(p):
         return True
     try:
-        return root.resolve() == p.resolve()
+        return Path(root).resolve() == p.resolve()
     except OSError:
         return False
 

@@ -147,9 +147,15 @@ class Probe:
         return st is not None and _stat.S_ISREG(st.st_mode)
 
     def has(self, directory: str | os.PathLike, name: str) -> bool:
-        """Whether ``name`` is listed in ``directory``."""
-        names = self.listdir(directory)
-        return names is not None and name in names
+        """Whether ``name`` is listed in ``directory`` (a set look-up: detection asks it of big folders
+        such as the ones above a corpus, entry after entry)."""
+        p = os.fspath(directory)
+        index = self._index.get(p)
+        if index is None:
+            if self.listdir(p) is None:
+                return False
+            index = self._index[p] = {e.name: e for e in self._entries[p] or ()}
+        return name in index
 
     def drop_heads(self) -> None:
         """Forget the file heads read so far (they are the bulk of what a

@@ -116,12 +116,10 @@ def companion_owner(path: Path, probe: Probe) -> Path | None:
         parent = os.path.dirname(p)
         if parent == p:
             return None
-        if probe.is_dir(p):
-            names = probe.listdir(p)
-            if names and ("subagents" in names or "workflows" in names):
-                main = os.path.join(parent, os.path.basename(p) + ".jsonl")
-                if probe.is_file(main):
-                    return Path(main)
+        if probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
+            main = os.path.join(parent, os.path.basename(p) + ".jsonl")
+            if probe.is_file(main):
+                return Path(main)
         p = parent
     return None
 
@@ -147,10 +145,10 @@ def session_of_agent_file(path: Path, probe: Probe) -> Path | None:
 def session_files(directory: Path, probe: Probe) -> list[Path]:
     """The main transcripts directly in a project folder (not ``agent-*``)."""
     names = probe.listdir(directory) or []
-    return sorted(
-        directory / n for n in names
-        if n.endswith(".jsonl") and not AGENT_FILE.match(n) and probe.is_file(directory / n)
-    )
+    d = os.fspath(directory)
+    # names sorted as strings: the same order as the paths in one folder, without a Path per name compared
+    return [directory / n for n in sorted(
+        n for n in names if n.endswith(".jsonl") and not AGENT_FILE.match(n) and probe.is_file(os.path.join(d, n)))]
 
 
 def session_root(candidate: Path, probe: Probe) -> tuple[Path | None, str]:

@@ -43,6 +43,8 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     # a JSONL log whose first line is damaged: the metadata or a message further on
     lines = body.split(b"\n")
     for raw in lines[1:40] if len(lines) > 1 else ():
+        if b"projectHash" not in raw and b'"id"' not in raw and b"\\u" not in raw:
+            continue  # neither test below can pass on this line (keys written plainly)
         try:
             x = orjson.loads(raw)
         except orjson.JSONDecodeError:
