@@ -179,8 +179,9 @@ def _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_
                 continue
             for s in listed:
                 p = _named(Path(s), given, given_abs)
-                add(refs, RunRef(p, RUN, fmt.name, str(raw)))
-                claimed.append(os.path.realpath(p))
+                rp = os.path.realpath(p)
+                add(refs, RunRef(p, RUN, fmt.name, str(raw)), rp)
+                claimed.append(rp)
 
         claimed_set = set(claimed)
         # hidden entries are not walked, except a file a format names exactly (a run kept under a dot name)
@@ -211,6 +212,7 @@ def _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_
                 if on_problem:
                     on_problem(f"{named}: cannot list: {e.strerror or e}")
                 return
+            probe.listdir(d)  # the probe answers "is it there, a file, a folder" for these entries from this listing
             for entry in entries:
                 cs = entry.path  # absolute: the walk starts from the given path made absolute
                 if (entry.name.startswith(".") and entry.name not in dot_names) or (claimed and inside_claimed(cs)):

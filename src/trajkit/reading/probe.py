@@ -116,7 +116,18 @@ class Probe:
         return index.get(name)
 
     def exists(self, path: str | os.PathLike) -> bool:
-        return self.stat(path) is not None
+        """Whether ``path`` exists (symlinks followed); an entry of a listed
+        folder that is no symlink is answered without a system call."""
+        p = os.fspath(path)
+        if p not in self._st:
+            e = self._entry(p)
+            if e is not _MISSING and e is not None:
+                try:
+                    if not e.is_symlink():
+                        return True
+                except OSError:
+                    pass
+        return self.stat(p) is not None
 
     def is_dir(self, path: str | os.PathLike) -> bool:
         """A directory (symlinks followed); answered from the parent's

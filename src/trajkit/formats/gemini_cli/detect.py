@@ -32,16 +32,18 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         # every match below needs one of these words (unless a key is written with \u escapes)
         return Reject("no sessionId + projectHash, no gemini messages")
     first = body.split(b"\n", 1)[0]
-    try:
-        v = orjson.loads(first)
-    except orjson.JSONDecodeError:
-        v = None
+    v = None
+    if b"projectHash" in first or b"\\u" in first:  # the test below needs the key (unless written with \u escapes)
+        try:
+            v = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            pass
     if isinstance(v, dict) and isinstance(v.get("sessionId"), str) and isinstance(v.get("projectHash"), str):
         if isinstance(v.get("messages"), list) and b"\n" not in body.rstrip():
             return Match(candidate, fingerprint, STRONG, "one JSON session object with sessionId, projectHash and messages")
         return Match(candidate, fingerprint, STRONG, "first line is Gemini CLI session metadata (sessionId, projectHash)")
     # a JSONL log whose first line is damaged: the metadata or a message further on
-    lines = body.split(b"\n")
+    lines = body.split(b"\n", 40)  # lines 1..39 are all that is looked at: no need to cut the rest
     for raw in lines[1:40] if len(lines) > 1 else ():
         if b"projectHash" not in raw and b'"id"' not in raw and b"\\u" not in raw:
             continue  # neither test below can pass on this line (keys written plainly)
