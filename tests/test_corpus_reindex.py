@@ -78,8 +78,7 @@ def test_unchanged_tree_is_not_discovered_again(tree: Path, tmp_path: Path, monk
     doc = json.loads((out / DISCOVERY).read_text())
     (entry,) = doc["roots"].values()
     assert entry["tree"] == tree_digest(tree)
-    assert {"runs/" + os.path.relpath(p, tree) for p, _s, _r, _a in entry["units"]} == _expected(tree)
-    assert {src for _p, src, _r, _a in entry["units"]} == _expected(tree)
+    assert {"runs/" + rel for rel, _a in entry["units"]} == _expected(tree)
     with monkeypatch.context() as m:
         _no_discovery(m)
         again = build([str(tree)], out, engine="serial", batch_size=1)
@@ -156,8 +155,8 @@ def test_roots_written_otherwise_are_remembered_apart(tree: Path, tmp_path: Path
     build(["runs"], out, engine="serial")
     build([str(tree)], out, engine="serial", batch_size=1)
     doc = json.loads((out / DISCOVERY).read_text())
-    (entry,) = doc["roots"].values()  # the last build remembers its own ROOT, in its own form
-    assert all(os.path.isabs(p) for p, _s, _r, _a in entry["units"])
+    (key,) = doc["roots"]  # the last build remembers its own ROOT, in its own form
+    assert key.startswith(str(tree) + "\0")
 
 
 def test_digest_change_keys_are_change_key(tree: Path):
@@ -167,3 +166,20 @@ def test_digest_change_keys_are_change_key(tree: Path):
     keys: dict = {p: None for p in paths}
     assert tree_digest(tree, keys) is not None
     assert len(paths) > 20 and all(keys[p] == change_key(p) for p in paths)
+
+
+def test_a_remembered_unit_is_the_unit_discovery_makes(corpus: Path, tree: Path, monkeypatch: pytest.MonkeyPatch):
+    from trajkit.corpus import discover
+    from trajkit.corpus.index import _unit_at, unit_of
+
+    # a container file too: its sessions are FILE#ID runs
+    aider = corpus / "aider" / "kenn-io+agentsview" / "internal" / "parser" / "testdata" / "aider" / "myrepo" / ".aider.chat.history.md"
+    shutil.copy(aider, tree / ".aider.chat.history.md")
+    monkeypatch.chdir(tree.parent)
+    seen = 0
+    for raw in (str(tree), "runs", "./runs/"):
+        for ref in discover([raw], archives=True):
+            u = unit_of(ref, raw)
+            assert _unit_at(raw, u.rel, u.archive) == u
+            seen += 1
+    assert seen > 3 * 7  # the 7 runs and the container's sessions, under each spelling of the ROOT

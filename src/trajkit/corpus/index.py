@@ -39,8 +39,8 @@ from .tasks import IndexOptions, IndexTask, Unit, UnitRows, change_key
 MANIFESTS = "_manifests"
 LOCK = ".lock"
 MANIFEST_FORMAT = "trajkit.index/1"
-#: What the last discovery under each ROOT found (its runs as units: path, source, rel, archive), with
-#: the digest of the tree it walked.
+#: What the last discovery under each ROOT found (its runs as units: [rel, archive]), with the digest of
+#: the tree it walked.
 DISCOVERY = "_discovery.json"
 DISCOVERY_FORMAT = "trajkit.discovery/1"
 #: Runs per engine task (a worker's unit of work); a committed batch gathers several.
@@ -215,6 +215,14 @@ def _tree_digest(raw: str, keys: dict[str, Any] | None = None) -> str | None:
     return tree_digest(raw, keys)
 
 
+def _unit_at(raw: str, rel: str, archive: bool) -> Unit:
+    """The :class:`Unit` :func:`unit_of` makes for the run at ``rel`` under the ROOT ``raw`` (what the cache keeps)."""
+    given = os.path.abspath(raw)
+    name = os.path.basename(given.rstrip(os.sep)) or given
+    path = given if rel == "." else os.path.normpath(os.path.join(given, rel))
+    return Unit(path=path, source=name if rel == "." else f"{name}/{rel}", root=raw, rel=rel, archive=archive)
+
+
 def _file_of(path: str) -> str:
     """The file a member path ``FILE#ID`` names (``path`` itself otherwise), as change_key reads it."""
     return path.rsplit("#", 1)[0] if "#" in path and not os.path.lexists(path) else path
@@ -248,7 +256,7 @@ def load_discovery(out: Path) -> dict[str, dict[str, Any]]:
     def sound(e: Any) -> bool:  # a damaged entry is walked again, never trusted
         return (isinstance(e, dict) and isinstance(e.get("tree"), str) and isinstance(e.get("problems"), list)
                 and isinstance(e.get("units"), list)
-                and all(isinstance(u, list) and len(u) == 4 and all(isinstance(x, str) for x in u[:3]) for u in e["units"]))
+                and all(isinstance(u, list) and len(u) == 2 and isinstance(u[0], str) for u in e["units"]))
 
     return {k: e for k, e in roots.items() if sound(e)}
 
@@ -293,7 +301,7 @@ class _Found:
         try:
             for raw in roots:
                 hit = self.cache.get(_cache_key(raw))
-                units = [Unit(path=p, source=src, root=raw, rel=rel, archive=bool(a)) for p, src, rel, a in hit.get("units") or []] if hit else []
+                units = [_unit_at(raw, rel, bool(a)) for rel, a in hit.get("units") or []] if hit else []
                 keys: dict[str, Any] = {_file_of(u.path): None for u in units}
                 digest = _tree_digest(raw, keys)  # taken before any walk: a change during it shows next time
                 if digest is not None and hit is not None and hit.get("tree") == digest:
@@ -316,7 +324,7 @@ class _Found:
                 def found(ref: Any, raw: str = raw, found_units: list[list[Any]] = found_units) -> None:
                     u = unit_of(ref, raw)
                     if digest is not None:
-                        found_units.append([u.path, u.source, u.rel, u.archive])
+                        found_units.append([u.rel, u.archive])  # the rest follows from the ROOT (_unit_at)
                     self.q.put(u)
 
                 def problem(msg: str, problems: list[str] = problems) -> None:
