@@ -118,15 +118,14 @@ def discover(
     the file heads it read once an entry is decided.
     """
     from ..reading import tree
-    from ..reading.probe import Probe
-    from ..registry import detect, formats, split_member
-    from .archive import is_archive
 
     with tree.shared_listings():  # each folder listed once, whichever format's walk asks
         return _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_found)
 
 
-def _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_found) -> list[RunRef]:
+def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: bool, max_depth: int,
+              on_problem: Callable[[str], None] | None, on_skip: Callable[[Path, str], None] | None,
+              on_found: Callable[[RunRef], None] | None) -> list[RunRef]:
     from ..reading import tree
     from ..reading.probe import Probe
     from ..registry import detect, formats, split_member
