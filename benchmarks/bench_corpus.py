@@ -134,8 +134,11 @@ def main() -> int:
     growth = res["process"]["rss_mb"] / res["process_1k"]["rss_mb"] - 1
     print()
     print(f"process -j2 vs serial: {speedup:.2f}x (goal >= 1.8x)")
-    print(f"re-index unchanged: {reindex * 100:.1f}% of the full index (goal <= 5%); CPU (all processes): "
-          f"{res['reindex']['cpu']:.2f}s vs {res['process']['cpu']:.2f}s = {res['reindex']['cpu'] / res['process']['cpu'] * 100:.1f}%")
+    # CPU against the serial index: the process engine's workers come from a forkserver, not from the
+    # driver, so the driver's rusage does not count them
+    print(f"re-index unchanged: {reindex * 100:.1f}% of the full index (goal <= 5%); CPU: "
+          f"{res['reindex']['cpu']:.2f}s vs {res['serial']['cpu']:.2f}s for the serial index = "
+          f"{res['reindex']['cpu'] / res['serial']['cpu'] * 100:.1f}%")
     print(f"driver peak RSS 1k -> {n // 1000}k: {res['process_1k']['rss_mb']:.0f} -> {res['process']['rss_mb']:.0f} MB, "
           f"{growth * 100:+.1f}% (goal <= 10%)")
     print(f"discovery of {n:,} runs: {res['discover']['seconds']:.2f}s, {res['discover']['cpu']:.2f}s CPU (goal <= 2 s)")
