@@ -18,6 +18,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from trajkit import registry
 
 #: Packages detection never needs: terminal output, the CLI framework, the
@@ -96,27 +98,32 @@ def test_loading_and_detecting_each_format_imports_no_reader_no_rich_no_click():
     assert not bad, f"detection imported reader-side modules: {bad}"
 
 
-def test_steps_on_a_v0_trial_loads_only_the_v0_reader(tmp_path):
-    """A whole ``trajkit steps --json`` on a V0 example: the V0 reader
-    loads, no other format's reader does, nor rich."""
-    v0 = registry.get_format("openhands-v0")
-    example = v0.examples[0]
-    code = (
-        "import json, sys\n"
-        "from trajkit.cli import main\n"
-        "try:\n"
-        f"    main(['steps', {example!r}, '--json'])\n"
-        "except SystemExit as e:\n"
-        "    assert not e.code, e.code\n"
-        "print()\n"
-        "print(json.dumps({'modules': sorted(sys.modules), 'problems': []}))\n"
-    )
-    loaded = set(_loaded_after(code)["modules"])
-    own = _lazy_modules(v0)
-    assert own <= loaded
-    others = set().union(*(_lazy_modules(registry.get_format(n)) for n in registry.BUILTIN_FORMATS if n != v0.name))
-    assert not (others - own) & loaded, sorted((others - own) & loaded)
-    assert not [m for m in loaded if _under(m, ("rich",))]
+_STEPS = r"""
+import json, sys
+from trajkit.cli import main
+try:
+    main(["steps", *sys.argv[1:], "--json"])
+except SystemExit as e:
+    assert not e.code, e.code
+print()
+print(json.dumps({"modules": sorted(sys.modules), "problems": []}))
+"""
+
+
+@pytest.mark.parametrize("name", list(registry.BUILTIN_FORMATS))
+def test_steps_on_an_example_loads_only_what_its_own_reader_needs(name):
+    """A whole ``trajkit steps --json`` on the format's first example: its
+    reader loads, and detection (every format's sniff on that path) adds no
+    module a format declares lazily beyond what the same command loads when
+    told the format (``--format``, no detection); rich never loads."""
+    fmt = registry.get_format(name)
+    example = fmt.examples[0]
+    detected = set(_loaded_after(_STEPS, example)["modules"])
+    told = set(_loaded_after(_STEPS, example, "--format", name)["modules"])
+    assert fmt.read.ref.partition(":")[0] in detected
+    readers = set().union(*(_lazy_modules(registry.get_format(n)) for n in registry.BUILTIN_FORMATS))
+    assert not (detected - told) & readers, sorted((detected - told) & readers)
+    assert not [m for m in detected if _under(m, ("rich",))]
 
 
 def test_the_probe_sees_a_heavy_face(tmp_path):
