@@ -1,0 +1,246 @@
+"""Benchmark on real-sized OpenHands SDK (V1) conversations (issue 15):
+``trajkit.read`` (detect + the full lossless read: events, views, tree,
+usage, steps, sub-agents) against the orjson floor and, when the SDK is
+installed, against openhands-sdk's own ``EventLog``, in the same process,
+interleaved round by round.
+
+The corpus is the shared corpus' real conversations as they are, not
+inflated: the three of ``openhands_v1/sdk_pr_artifacts`` (3-11 events) and the
+three written by openhands-sdk 1.58.2 in ``openhands_v1/generated`` (12-20
+events, one with a sub-agent), each byte-copied ``--copies`` times (cached in
+``benchmarks/_corpus_v1_real/``, git-ignored). ``bench_v1.py`` keeps the
+large synthetic corpus (20-400 stitched events) as a second figure.
+
+Timed per conversation, CPU time (``time.process_time``: on a shared machine
+wall time mostly measures other processes), min and median over ``--rounds``
+interleaved rounds whose order rotates:
+
+- trajkit: ``trajkit.read(conv)``, what ``trajkit steps`` does before printing;
+- floor: reading the files trajkit read (``Session.files`` with status
+  ``read``, sub-agents included) and ``orjson.loads`` of each;
+- EventLog (Python >= 3.12 with ``openhands-sdk`` and ``openhands-tools``):
+  ``list(EventLog(LocalFileStore(conv), "events"))`` for the conversation and
+  each sub-agent, every event validated into the SDK's pydantic classes (the
+  tool classes imported first, as the SDK needs to resolve action and
+  observation kinds), in its steady state (imported and warmed up). It does
+  not read ``base_state.json`` nor build steps, so it does less than trajkit.
+
+The EventLog needs Python >= 3.12, trajkit's venv may be older: the script
+then re-executes itself under ``--sdk-python`` (default
+``/work/venv-ohsdk/bin/python``, or ``$TRAJKIT_SDK_PYTHON``), with this
+tree's ``src`` first on ``sys.path``, and that process times all three on the
+same copies. Make that venv with
+``python3.12 -m venv V && V/bin/pip install openhands-sdk openhands-tools``
+(trajkit's core dependencies come with it or are installed with
+``V/bin/pip install orjson click rich rfc8785``). Without it the comparison
+is skipped with a note.
+
+Goals (CPU medians): trajkit <= 1.5x the floor, and >= 3x faster than the EventLog.
+
+    .venv/bin/python benchmarks/bench_v1_real.py [--copies 100] [--rounds 7] [--src DIR] [--no-sdk]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SHARED = Path(os.environ.get("TRAJKIT_SHARED", REPO.parent / "shared"))
+V1 = SHARED / "corpus" / "openhands_v1"
+SDK_PYTHON = os.environ.get("TRAJKIT_SDK_PYTHON", "/work/venv-ohsdk/bin/python")
+
+
+def samples() -> list[Path]:
+    """The real conversations of the shared corpus (not the hand-built certifier fixtures)."""
+    out = sorted(p.parent for p in (V1 / "sdk_pr_artifacts").glob("*/*/base_state.json"))
+    out += sorted(p.parent for p in (V1 / "generated").glob("*/*/base_state.json"))
+    return out
+
+
+def build(copies: int) -> list[Path]:
+    out = HERE / "_corpus_v1_real" / f"x{copies}"
+    stamp = out / ".done"
+    srcs = samples()
+    # keep each conversation's own directory name (its id)
+    runs = [out / f"{i:04d}" / f"{k}" / s.name for i in range(copies) for k, s in enumerate(srcs)]
+    if stamp.exists():
+        return runs
+    shutil.rmtree(out, ignore_errors=True)
+    for dst, s in zip(runs, srcs * copies):
+        shutil.copytree(s, dst)
+    stamp.write_text("ok")
+    return runs
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def measure(runs: list[Path], rounds: int, with_sdk: bool) -> dict:
+    import orjson
+
+    import trajkit
+
+    loads = orjson.loads
+    files = []
+    events = 0
+    for r in runs:
+        s = trajkit.read(r)
+        if s.format != "openhands-sdk":
+            raise SystemExit(f"{r}: read as {s.format}")
+        files.append([f.path for x in s.walk() for f in x.files if f.status == "read"])
+        events += sum(len(x.events) for x in s.walk())
+    size = sum(os.path.getsize(f) for fs in files for f in fs)
+
+    def t_floor() -> None:
+        for fs in files:
+            for f in fs:
+                with open(f, "rb") as fh:
+                    loads(fh.read())
+
+    def t_trajkit() -> None:
+        read = trajkit.read
+        for r in runs:
+            read(r)
+
+    jobs = {"floor": t_floor, "trajkit": t_trajkit}
+    if with_sdk:
+        jobs["eventlog"] = eventlog_job(runs, events)
+    times: dict[str, list[float]] = {k: [] for k in jobs}
+    names = list(jobs)
+    for k in names:  # warm up: imports, caches, the SDK's discriminated unions
+        jobs[k]()
+    gc.collect()
+    for i in range(rounds):
+        for j in range(len(names)):
+            k = names[(i + j) % len(names)]
+            c0 = time.process_time()
+            jobs[k]()
+            times[k].append(time.process_time() - c0)
+    return {
+        "python": sys.version.split()[0],
+        "trajkit": str(Path(trajkit.__file__).parent),
+        "runs": len(runs),
+        "events": events,
+        "files": sum(len(fs) for fs in files),
+        "bytes": size,
+        "rounds": rounds,
+        "load": os.getloadavg()[0],
+        "times": times,
+    }
+
+
+def eventlog_job(runs: list[Path], trajkit_events: int):
+    """The SDK's own read of each conversation's events (and its sub-agents')."""
+    import openhands.tools  # noqa: F401  (registers the tool action/observation classes)
+    from openhands.sdk.conversation.event_store import EventLog
+    from openhands.sdk.io import LocalFileStore
+
+    try:  # the tool modules themselves define the Action/Observation subclasses
+        import openhands.tools.preset.default  # noqa: F401
+        from openhands.tools import file_editor, task_tracker, terminal  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        from openhands.tools import delegate  # noqa: F401
+    except ImportError:
+        pass
+    try:
+        from openhands.tools import task  # noqa: F401
+    except ImportError:
+        pass
+
+    convs: list[str] = []
+    for r in runs:
+        convs.append(str(r))
+        sub = r / "subagents"
+        if sub.is_dir():
+            convs.extend(str(p) for p in sorted(sub.iterdir()) if (p / "events").is_dir())
+    n = sum(len(list(EventLog(LocalFileStore(c), "events"))) for c in convs)
+    if n != trajkit_events:
+        raise SystemExit(f"the EventLog read {n} events, trajkit {trajkit_events}: not the same work")
+
+    def t_eventlog() -> None:
+        for c in convs:
+            for _ in EventLog(LocalFileStore(c), "events"):
+                pass
+
+    return t_eventlog
+
+
+def report(res: dict, out=sys.stdout) -> None:
+    n = res["runs"]
+    t = res["times"]
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    p(f"Python {res['python']}, trajkit from {res['trajkit']}")
+    p(f"{n} real SDK conversations ({len(samples())} samples; {res['events'] / n:.1f} events, {res['files'] / n:.1f} files, "
+      f"{res['bytes'] / n / 1024:.1f} KB of JSON read per conversation); CPU time per conversation, "
+      f"{res['rounds']} interleaved rounds, load {res['load']:.1f}")
+    for k, v in t.items():
+        p(f"  {k:9s} min {min(v) / n * 1e6:8.1f} us  median {median(v) / n * 1e6:8.1f} us")
+    fm, fmed = min(t["floor"]), median(t["floor"])
+    tm, tmed = min(t["trajkit"]), median(t["trajkit"])
+    ratios = sorted(a / b for a, b in zip(t["trajkit"], t["floor"]))
+    p(f"  trajkit / floor:      {tm / fm:.2f}x (min)  {tmed / fmed:.2f}x (median)  per round {ratios[0]:.2f}-{ratios[-1]:.2f}   goal <= 1.5x")
+    if "eventlog" in t:
+        em, emed = min(t["eventlog"]), median(t["eventlog"])
+        p(f"  EventLog / trajkit:   {em / tm:.2f}x (min)  {emed / tmed:.2f}x (median)   goal >= 3x")
+        p(f"  EventLog / floor:     {em / fm:.2f}x (min)  {emed / fmed:.2f}x (median)")
+
+
+def sdk_child(args) -> dict | None:
+    """Run this script under the SDK's Python; its figures, or None with a note."""
+    py = args.sdk_python
+    if not (py and os.path.exists(py)):
+        print(f"\nEventLog comparison skipped: no Python with openhands-sdk at {py!r} (see the docstring to make one)")
+        return None
+    cmd = [py, __file__, "--child", "--copies", str(args.copies), "--rounds", str(args.rounds), "--src", str(args.src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        print(f"\nEventLog comparison skipped: {py} could not run it ({' / '.join(tail)})")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--copies", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--src", type=Path, default=REPO / "src", help="import trajkit from this src/ directory")
+    ap.add_argument("--sdk-python", default=SDK_PYTHON, help="a Python >= 3.12 with openhands-sdk and openhands-tools")
+    ap.add_argument("--no-sdk", action="store_true", help="skip the EventLog comparison")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(args.src))
+    runs = build(args.copies)
+    if args.child:
+        print(json.dumps(measure(runs, args.rounds, with_sdk=True)))
+        return 0
+    try:
+        import openhands.sdk  # noqa: F401
+
+        here_sdk = not args.no_sdk
+    except ImportError:
+        here_sdk = False
+    report(measure(runs, args.rounds, with_sdk=here_sdk))
+    if not args.no_sdk and not here_sdk:
+        res = sdk_child(args)
+        if res is not None:
+            print(f"\nThe same, with the EventLog, in one process under {args.sdk_python}:")
+            report(res)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
