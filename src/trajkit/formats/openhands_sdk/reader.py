@@ -874,6 +874,12 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
             ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, ref, partial(_derive, tz, added))
             pid = g("parent_id")
             ev.parent_id = pid if type(pid) is str else None
+            # set now, as normalize_raw would (cheap, and what every read asks
+            # of every event: the outcome reads ``source``, the cost estimate
+            # ``model_usage``), so that asking does not derive the whole event
+            src = g("source")
+            ev.source = src if type(src) is str else None
+            ev.model_usage = None  # the usage join below sets it on the first event of a response
         else:
             ev = normalize_raw(raw, path, tz)
             ev.id = eid
