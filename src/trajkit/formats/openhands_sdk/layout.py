@@ -12,6 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -105,11 +106,16 @@ def is_bare_event_dir(path: str | os.PathLike, probe: Probe | None = None) -> bo
     trajectory download unpacked, or events copied out of a conversation)."""
     probe = probe if probe is not None else Probe()
     p = os.fspath(path)
-    names = probe.listdir(p)
+    return is_bare_listing(probe.listdir(p)) and probe.is_dir(p)
+
+
+def is_bare_listing(names: Any) -> bool:
+    """Whether a directory's entry names are a bare folder's (see
+    :func:`is_bare_event_dir`, which lists the directory itself)."""
     if not names or STATE_FILE in names or EVENTS_DIR in names:
         return False
     return any((n.startswith("event-") and EVENT_NAME.match(n)) or (n.startswith("event_") and CLOUD_EVENT_NAME.match(n))
-               for n in names) and probe.is_dir(p)
+               for n in names)
 
 
 def is_bare_event_name(name: str) -> bool:

@@ -373,6 +373,10 @@ _COUNT_FIELDS = (
 )
 
 
+#: The largest count :func:`jsonio.tolerant_int` takes as written (its default limit).
+_COUNT_LIMIT = 1 << 53
+
+
 class _Numbers:
     """Counts read leniently, with a tally of what was odd."""
 
@@ -411,9 +415,12 @@ class _Numbers:
 
 def _usage(tu: dict, nums: _Numbers) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    count = nums.count
     for f in _COUNT_FIELDS:
         if f in tu:
-            out[f] = nums.count(tu.get(f))
+            v = tu[f]
+            # a plain count as tolerant_int takes it, without the call
+            out[f] = v if type(v) is int and 0 <= v <= _COUNT_LIMIT else count(v)
     if isinstance(tu.get("model"), str):
         out["model"] = tu["model"]
     return out
@@ -568,7 +575,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     if paused:
         gc.disable()
     try:
-        return _read(Path(os.path.abspath(os.fspath(root))), options, 0, set())
+        return _read(_abs(root), options, 0, set())
     finally:
         if paused:
             gc.enable()
@@ -578,7 +585,15 @@ def read_derived(root: Path, options: ReadOptions | None = None) -> Session:
     """The same Session as :func:`read`, with every event field derived while
     reading (the reference lazily built events are checked against)."""
     options = options or ReadOptions()
-    return _read(Path(os.path.abspath(os.fspath(root))), options, 0, set(), lazy=False)
+    return _read(_abs(root), options, 0, set(), lazy=False)
+
+
+def _abs(root: Any) -> Path:
+    """``root`` as an absolute, normalized Path (the one ``trajkit.read``
+    passes, absolute and without ``..``, is taken as it is)."""
+    if isinstance(root, Path) and root.is_absolute() and ".." not in root.parts:
+        return root
+    return Path(os.path.abspath(os.fspath(root)))
 
 
 def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy: bool = True) -> Session:
@@ -610,7 +625,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     child_dirs: list[Path] = []
     have_events_dir = False
     # a bare folder: event files right here, no events/ and no base_state.json
-    bare = layout.is_bare_event_dir(root_s)
+    bare = layout.is_bare_listing([e.name for e in entries])
     for e in entries:
         name, path = e.name, e.path
         try:
