@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from ...model import Usage
 from .views import LEGACY_KIND_ALIASES, AgentErrorView, UserRejectView, reasoning_of
 
 #: Event kinds that carry an ``llm_response_id``.
@@ -109,3 +110,38 @@ def response_id_of(raw: dict, kind: str) -> str | None:
         rid = raw.get("llm_response_id")
         return rid if type(rid) is str else None
     return None
+
+
+#: The members of a per-response usage entry as the reader builds it
+#: (``reader.read_stats``): the SDK's count names, and what the join adds.
+_USAGE_ENTRY_KEYS = frozenset({
+    "prompt_tokens", "completion_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+    "context_window", "per_turn_token", "model", "response_id", "usage_id", "latency", "cost", "cost_join",
+})
+
+
+def usage_of(u: dict[str, Any], source: str) -> Usage | None:
+    """``Usage.from_counts(u, source)`` for a per-response usage entry the
+    reader built: its counts are already integers under the SDK's names, so
+    they are taken as they are, without looking up the other namings.
+    Anything else goes to ``Usage.from_counts``."""
+    if type(u) is not dict or not u.keys() <= _USAGE_ENTRY_KEYS:
+        return Usage.from_counts(u, source)
+    g = u.get
+    vals = [g("prompt_tokens"), g("completion_tokens"), g("cache_read_tokens"), g("cache_write_tokens"), g("reasoning_tokens")]
+    for v in vals:
+        if v is not None and type(v) is not int:
+            return Usage.from_counts(u, source)
+    cost = g("cost")
+    model = g("model")
+    return Usage(
+        input=vals[0],
+        output=vals[1],
+        cache_read=vals[2],
+        cache_write=vals[3],
+        reasoning=vals[4],
+        total=None,
+        cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+        source=source,
+        model=model if isinstance(model, str) else None,
+    )

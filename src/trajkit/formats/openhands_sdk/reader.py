@@ -38,7 +38,6 @@ from ...model import (
     FileEdit,
     SourceFile,
     ToolCall,
-    Usage,
 )
 from ...vocab.openhands import SDK_TOOLS
 from . import layout, tree
@@ -50,6 +49,7 @@ from .fields import (
     observation_text,
     reasoning,
     texts,
+    usage_of,
 )
 from .outcome import outcome, run_facts
 from .layout import EVENT, MALFORMED
@@ -929,7 +929,7 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
             elif by_response and rid in by_response:
                 if rid not in given:
                     ev.usage = dict(by_response[rid])
-                    ev.model_usage = Usage.from_counts(ev.usage, usage_source)
+                    ev.model_usage = usage_of(ev.usage, usage_source)
                     given.add(rid)
                 else:
                     usage_on.append(pos)  # marked once the analyzer's verdicts are in

@@ -18,10 +18,11 @@ from orjson import JSONDecodeError, loads
 
 from ...diagnostics import INFO
 from ...jsonio import dumps_python
-from ...model import Session, SpawnLink, Step, Usage
+from ...model import Session, SpawnLink, Step
 from ...steps import blank_safe, render_action
 from ...vocab.openhands import SDK_TOOLS
 from .fields import action_call, action_kind, action_reasoning, answer_text, response_id_of, texts
+from .fields import usage_of as _usage_of
 from .tree import ABANDONED
 
 _ANSWER_TYPES = frozenset({"ObservationEvent", "UserRejectObservation", "AgentErrorEvent"})
@@ -225,7 +226,7 @@ def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | 
                     cost = u.get("cost")
                     if type(cost) is float or type(cost) is int:
                         step.cost = cost
-                    step.model_usage = Usage.from_counts(u, "base_state usage_to_metrics")
+                    step.model_usage = _usage_of(u, "base_state usage_to_metrics")
         if at != "ObservationEvent":
             step.extra["answer"] = "user_reject" if at == "UserRejectObservation" else "agent_error"
         steps.append(step)
