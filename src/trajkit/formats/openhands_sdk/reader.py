@@ -1048,10 +1048,14 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
 
     # --- task
     for ev, raw, x in zip(events, raws, extras):
-        if ev.type == "MessageEvent" and raw.get("source") == "user" and x["on_active_branch"] and ev.text:
-            s.task = ev.text
-            s.task_source = source.task_source(ev)
-            break
+        if ev.type == "MessageEvent" and raw.get("source") == "user" and x["on_active_branch"]:
+            # the message's text as normalize_raw derives it (without deriving the rest of a lazy event)
+            lm = raw.get("llm_message")
+            text = texts(lm.get("content"), "\n") if type(lm) is dict else ""
+            if text:
+                s.task = text
+                s.task_source = source.task_source(ev)
+                break
     if s.task is None and isinstance(meta_raw, dict):
         im = meta_raw.get("initial_message")
         if isinstance(im, dict):
