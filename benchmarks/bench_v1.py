@@ -1,4 +1,5 @@
-"""Benchmark: a full lossless read of OpenHands SDK (V1) conversations against the orjson floor.
+"""Benchmark: a full lossless read of OpenHands SDK (V1) conversations against the orjson floor,
+on a large SYNTHETIC corpus (real-sized conversations: ``bench_v1_real.py``).
 
 Builds (once, cached in benchmarks/_corpus_v1/) a corpus of at least 1,000
 conversation directories from the shared samples
@@ -37,7 +38,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, os.environ.get("TRAJKIT_SRC", str(REPO / "src")))  # TRAJKIT_SRC: another tree, for before/after
 SHARED = Path(os.environ.get("TRAJKIT_SHARED", REPO.parent / "shared"))
 V1 = SHARED / "corpus" / "openhands_v1"
 
@@ -148,7 +149,7 @@ def main() -> None:
                 loads(f.read())
 
     totals = []
-    clock = time.perf_counter
+    clock = time.process_time  # CPU time: on a shared machine wall time mostly measures other processes
     for _ in range(args.rounds):
         spent = [0.0, 0.0, 0.0]
         for n, (c, fs) in enumerate(zip(convs, files)):
