@@ -109,3 +109,48 @@ def test_pairing_made_while_reading_equals_build_steps_own(corpus):
         assert s.metadata["actions_without_observation"] == own.metadata["actions_without_observation"]
         n += len(s.steps)
     assert n > 10
+
+
+def test_a_read_derives_no_event_of_a_conversation_without_sub_agents(corpus):
+    """The outcome, the cost estimate, the task and the steps read what they
+    need without deriving a lazy event in full (deriving them all was a fifth
+    of a real-sized read)."""
+    import trajkit
+
+    checked = 0
+    for conv in find_sessions(corpus):
+        s = trajkit.read(conv)
+        if s.children or not s.events:
+            continue
+        lazy = [e for e in s.events if object.__getattribute__(e, "_derive") is not None]
+        assert len(lazy) == len(s.events), conv
+        # and what was set while reading is what derivation gives
+        full = read_derived(conv)
+        for e, f in zip(s.events, full.events):
+            assert (e.source, e.model_usage) == (f.source, f.model_usage)
+        assert s.task == full.task
+        checked += 1
+    assert checked >= 5
+
+
+def test_usage_of_a_response_equals_usage_from_counts(corpus):
+    """``usage_of`` (the reader's short path) gives what ``Usage.from_counts``
+    gives, for every per-response usage entry of the corpus and for entries
+    of other shapes (which it hands to ``from_counts``)."""
+    from trajkit.formats.openhands_sdk.fields import usage_of
+    from trajkit.model import Usage
+
+    entries = []
+    for conv in find_sessions(corpus):
+        for s in read(conv).walk():
+            entries.extend((s.metadata.get("usage_by_response") or {}).values())
+    assert len(entries) >= 10
+    odd = [
+        {"prompt_tokens": 10.0, "completion_tokens": True},
+        {"prompt_tokens": 5, "cached_tokens": 3, "total_tokens": 9},
+        {"input_tokens": 7, "output_tokens": 2, "cost": 0},
+        {"prompt_tokens": 1, "model": 3, "cost": False},
+        {},
+    ]
+    for u in entries + odd:
+        assert usage_of(u, "src") == Usage.from_counts(u, "src"), u
