@@ -18,7 +18,7 @@ from pathlib import Path
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Format, Match, Reject, lazy
 from ...vocab.openhands import SDK_TOOLS
-from .layout import CLOUD_EVENT_NAME, EVENT_NAME, conversation_dir, find_sessions, is_bare_event_dir, is_conversation_dir
+from .layout import CLOUD_EVENT_NAME, EVENT_NAME, conversation_dir, find_sessions, is_bare_event_dir, is_conversation_dir, listing_hint
 
 FORMAT_NAME = "openhands-sdk"
 
@@ -36,13 +36,14 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     base = str(root) + os.sep
     has_state = probe.is_file(base + "base_state.json")
     has_events = probe.is_dir(base + "events")
+    hint = listing_hint(probe, root)  # the reader takes the listing made here
     if has_state:
-        return Match(root, fingerprint, STRONG, "base_state.json" + (" and events/" if has_events else ""))
+        return Match(root, fingerprint, STRONG, "base_state.json" + (" and events/" if has_events else ""), hint)
     if has_events:
-        return Match(root, fingerprint, STRONG, "events/event-<index>-<id>.json files")
+        return Match(root, fingerprint, STRONG, "events/event-<index>-<id>.json files", hint)
     if is_bare_event_dir(root, probe):
-        return Match(root, fingerprint, STRONG, "SDK event files directly in the folder (no events/ parent, no base_state.json)")
-    return Match(root, fingerprint, WEAK, "agent-server meta.json without base_state.json")
+        return Match(root, fingerprint, STRONG, "SDK event files directly in the folder (no events/ parent, no base_state.json)", hint)
+    return Match(root, fingerprint, WEAK, "agent-server meta.json without base_state.json", hint)
 
 
 def read(root, options=None):

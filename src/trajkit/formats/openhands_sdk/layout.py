@@ -118,6 +118,19 @@ def is_bare_listing(names: Any) -> bool:
                for n in names)
 
 
+def listing_hint(probe: Probe, root: Path) -> tuple[str, tuple[tuple[str, bool], ...]] | None:
+    """What detection hands the reader of ``root`` (``ReadOptions.hint``):
+    the directory's entries as detection listed them, ``(name, is a
+    directory)`` in name order, so the reader does not list it again; None
+    when it could not be listed."""
+    r = str(root)
+    names = probe.listdir(r)
+    if names is None:
+        return None
+    dirs = probe.scan(r)[0]
+    return r, tuple(sorted((n, n in dirs) for n in names))
+
+
 def is_bare_event_name(name: str) -> bool:
     """Whether ``name`` is an event file name a bare folder holds."""
     return EVENT_NAME.match(name) is not None or CLOUD_EVENT_NAME.match(name) is not None

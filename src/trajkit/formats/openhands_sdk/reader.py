@@ -614,24 +614,26 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
         return s
 
-    # --- every top-level entry of the conversation directory
-    try:
-        entries = sorted(os.scandir(root_s), key=lambda e: e.name)
-    except OSError as e:
-        s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
-        return s
+    # --- every top-level entry of the conversation directory, (name, is a
+    # directory) in name order: as detection listed it (its hint,
+    # layout.listing_hint), else listed here
+    hint = options.hint
+    if type(hint) is tuple and len(hint) == 2 and hint[0] == root_s:
+        entries = hint[1]
+    else:
+        try:
+            entries = sorted(_listing(os.scandir(root_s)))
+        except OSError as e:
+            s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
+            return s
     state_raw: Any = jsonio.MISSING
     meta_raw: Any = jsonio.MISSING
     child_dirs: list[Path] = []
     have_events_dir = False
     # a bare folder: event files right here, no events/ and no base_state.json
-    bare = layout.is_bare_listing([e.name for e in entries])
-    for e in entries:
-        name, path = e.name, e.path
-        try:
-            is_dir = e.is_dir()
-        except OSError:
-            is_dir = False
+    bare = layout.is_bare_listing([name for name, _ in entries])
+    for name, is_dir in entries:
+        path = os.path.join(root_s, name)
         if bare and not is_dir and layout.is_bare_event_name(name):
             continue  # an event file: scan_events accounts for it
         if name == layout.STATE_FILE and not is_dir:
@@ -694,9 +696,9 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
                     fp = os.path.join(dirpath, fn)
                     s.files.append(SourceFile(fp, "observation-output", "unused", _stat_size(fp), note="full tool output the SDK saved"))
         elif name.startswith(".") and not is_dir:
-            s.files.append(SourceFile(path, "sidecar", "ignored", _size(e), note=layout.SIDECAR))
+            s.files.append(SourceFile(path, "sidecar", "ignored", _stat_size(path), note=layout.SIDECAR))
         else:
-            s.files.append(SourceFile(path, "other", "unused", _size(e) if not is_dir else None, note="not part of the SDK layout"))
+            s.files.append(SourceFile(path, "other", "unused", _stat_size(path) if not is_dir else None, note="not part of the SDK layout"))
             s.diag("sdk.unexpected-entry", f"{'directory' if is_dir else 'file'} not part of the SDK layout; left alone", INFO, file=path)
 
     state = StateView(state_raw if isinstance(state_raw, dict) else {})
@@ -1066,6 +1068,15 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     from .stepping import Pairing
 
     return Ingested(b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size))
+
+
+def _listing(entries: Iterator[os.DirEntry]) -> Iterator[tuple[str, bool]]:
+    """(name, is a directory, symlinks followed) per entry."""
+    for e in entries:
+        try:
+            yield e.name, e.is_dir()
+        except OSError:
+            yield e.name, False
 
 
 def _size(entry: os.DirEntry) -> int | None:
