@@ -347,3 +347,56 @@ def test_a_new_trajkit_version_reads_everything_again(corpus, tmp_path, monkeypa
     assert again.reset and again.indexed == 7
     runs = table(out, "runs")
     assert len(runs) == 7 and {r["trajkit_version"] for r in runs} == {"99.0.0"}
+
+
+def test_arrow_tables_hold_every_value_kind_without_pandas():
+    """The writer's Arrow tables keep NULL, ints, floats (an int widened),
+    bools, text and lists of text as given, write a lone surrogate as its
+    escape, refuse a value of the wrong type, and never import pandas (the
+    pyarrow list constructors do, wherever pandas is installed)."""
+    code = r"""
+import json, sys
+from trajkit.corpus.tables import arrow_table
+rows = [
+    {"run_id": "a", "source": "r/a", "read_ok": True, "steps": 3, "cost_usd": 2, "duration_s": 1.5, "models": ["m1", "m2"],
+     "task": "Fix it \ud83d please"},
+    {"run_id": "b", "read_ok": False, "steps": None, "cost_usd": None, "models": [], "task": "caf\u00e9"},
+    {"run_id": "c", "read_ok": None, "steps": -(2 ** 63), "cost_usd": 0.1, "models": None},
+]
+got = arrow_table("runs", rows).to_pylist()
+bad = []
+for col, v in (("steps", "3"), ("read_ok", 1), ("task", 5), ("models", "m1"), ("cost_usd", True), ("steps", 2 ** 64)):
+    try:
+        arrow_table("runs", [{col: v}])
+        bad.append(col)
+    except TypeError:
+        pass
+print(json.dumps({"got": [{k: r[k] for k in ("run_id", "source", "read_ok", "steps", "cost_usd", "duration_s", "models", "task")} for r in got],
+                  "accepted_bad": bad, "pandas": "pandas" in sys.modules}))
+"""
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
+    doc = json.loads(p.stdout)
+    assert doc["got"] == [
+        {"run_id": "a", "source": "r/a", "read_ok": True, "steps": 3, "cost_usd": 2.0, "duration_s": 1.5,
+         "models": ["m1", "m2"], "task": "Fix it \\ud83d please"},
+        {"run_id": "b", "source": None, "read_ok": False, "steps": None, "cost_usd": None, "duration_s": None,
+         "models": [], "task": "caf\u00e9"},
+        {"run_id": "c", "source": None, "read_ok": None, "steps": -(2 ** 63), "cost_usd": 0.1, "duration_s": None,
+         "models": None, "task": None},
+    ]
+    assert doc["accepted_bad"] == [] and doc["pandas"] is False
+
+
+def test_a_lone_surrogate_is_indexed_as_its_escape(tmp_path):
+    """A run whose text holds a lone surrogate (a cut emoji) is indexed, the
+    surrogate written as its escape (UTF-8 cannot hold it), as trajkit's
+    other outputs write it."""
+    src = REPO / "tests" / "fixtures" / "export" / "v0_edge_cases.json"
+    raw = json.loads(src.read_text(encoding="utf-8"))
+    want = raw[0]["args"]["content"]
+    assert "\ud83d" in want
+    out = tmp_path / "idx"
+    p = run_cli("index", src, "--out", out, "--json", "--engine", "serial", check=True)
+    assert json.loads(p.stdout)["indexed"] == 1
+    (row,) = table(out, "runs")
+    assert row["task"] == want.encode("utf-8", "backslashreplace").decode("utf-8") == "Fix it \\ud83d please"

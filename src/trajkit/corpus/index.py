@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 from ..atomic import write_atomic
 from ..jsonio import dumps, loads
-from .tables import OPTIONAL_TABLES, TABLES, schema
+from .tables import OPTIONAL_TABLES, TABLES, arrow_table, schema
 from .tasks import IndexOptions, IndexTask, Unit, UnitRows, change_key
 
 MANIFESTS = "_manifests"
@@ -402,10 +402,9 @@ class IndexResult:
 def _write_table(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
     import io
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    t = pa.Table.from_pylist(rows, schema=schema(table))
+    t = arrow_table(table, rows)
     buf = io.BytesIO()
     pq.write_table(t, buf, compression="zstd")
     write_atomic(path, buf.getvalue(), durable=False)  # the manifest, written durably after it, is the commit

@@ -178,6 +178,121 @@ def schema(table: str) -> Any:
     return pa.schema([pa.field(name, types[t]) for name, t, _ in TABLES[table]])
 
 
+def arrow_table(table: str, rows: list[dict[str, Any]]) -> Any:
+    """``rows`` (dicts keyed by column name; a missing key is NULL) as an
+    Arrow table of ``table``'s schema.
+
+    The arrays are assembled from their buffers (``Array.from_buffers``), not
+    through ``pa.array`` / ``Table.from_pylist``: those ask pyarrow's pandas
+    shim whether the input is "array-like", which imports pandas (50 MB and
+    half a second of the driver's CPU) wherever pandas is installed. The
+    values are the ones ``from_pylist`` gives: NULL for None, int64, float64
+    (an int is widened), bool, UTF-8 text (a lone surrogate, which UTF-8
+    cannot hold, is written as its escape, ``\\ud83d``, as trajkit's other
+    outputs do), list of text. A value of another type raises ``TypeError``.
+    """
+    import pyarrow as pa
+
+    sch = schema(table)
+    cols = [_column(ft, [r.get(f.name) for r in rows], f.name) for f, ft in
+            ((f, t) for f, (_, t, _) in zip(sch, TABLES[table]))]
+    return pa.Table.from_arrays(cols, schema=sch)
+
+
+def _validity(values: list[Any]) -> tuple[Any, int]:
+    """The validity bitmap of ``values`` (None: no bitmap, nothing is NULL) and the NULL count."""
+    import pyarrow as pa
+
+    bits = 0
+    nulls = 0
+    for i, v in enumerate(values):
+        if v is None:
+            nulls += 1
+        else:
+            bits |= 1 << i
+    if not nulls:
+        return None, 0
+    return pa.py_buffer(bits.to_bytes((len(values) + 7) // 8, "little")), nulls
+
+
+def _utf8(v: Any, column: str) -> bytes:
+    if not isinstance(v, str):
+        raise TypeError(f"column {column!r}: expected text, got {type(v).__name__}")
+    try:
+        return v.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: written as its escape
+        return v.encode("utf-8", "backslashreplace")
+
+
+def _strings(values: list[Any], column: str) -> Any:
+    import array
+
+    import pyarrow as pa
+
+    valid, nulls = _validity(values)
+    offsets = array.array("i", [0])
+    data = []
+    end = 0
+    for v in values:
+        if v is not None:
+            b = _utf8(v, column)
+            data.append(b)
+            end += len(b)
+        offsets.append(end)
+    return pa.Array.from_buffers(pa.string(), len(values), [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
+                                 null_count=nulls)
+
+
+def _column(kind: str, values: list[Any], column: str) -> Any:
+    import array
+
+    import pyarrow as pa
+
+    n = len(values)
+    if kind == STR:
+        return _strings(values, column)
+    valid, nulls = _validity(values)
+    if kind == INT:
+        for v in values:
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
+                raise TypeError(f"column {column!r}: expected an integer, got {type(v).__name__}")
+        try:
+            data = array.array("q", [0 if v is None else v for v in values])
+        except OverflowError:
+            raise TypeError(f"column {column!r}: an integer beyond 64 bits") from None
+        return pa.Array.from_buffers(pa.int64(), n, [valid, pa.py_buffer(data)], null_count=nulls)
+    if kind == FLOAT:
+        for v in values:
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
+                raise TypeError(f"column {column!r}: expected a number, got {type(v).__name__}")
+        data = array.array("d", [0.0 if v is None else float(v) for v in values])
+        return pa.Array.from_buffers(pa.float64(), n, [valid, pa.py_buffer(data)], null_count=nulls)
+    if kind == BOOL:
+        bits = 0
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            if not isinstance(v, bool):
+                raise TypeError(f"column {column!r}: expected true or false, got {type(v).__name__}")
+            if v:
+                bits |= 1 << i
+        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(bits.to_bytes((n + 7) // 8, "little"))],
+                                     null_count=nulls)
+    if kind == STRLIST:
+        offsets = array.array("i", [0])
+        items: list[Any] = []
+        for v in values:
+            if v is not None:
+                if not isinstance(v, (list, tuple)):
+                    raise TypeError(f"column {column!r}: expected a list of text, got {type(v).__name__}")
+                items.extend(v)
+            offsets.append(len(items))
+        child = _strings(items, column)
+        return pa.Array.from_buffers(pa.list_(pa.string()), n, [valid, pa.py_buffer(offsets)], null_count=nulls,
+                                     children=[child])
+    raise ValueError(f"column {column!r}: unknown kind {kind!r}")  # pragma: no cover - TABLES names only these
+
+
 def run_id(source: str) -> str:
     """The stable id of the run at portable address ``source``."""
     return hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:32]
