@@ -94,6 +94,7 @@ def discover(
     on_problem: Callable[[str], None] | None = None,
     on_skip: Callable[[Path, str], None] | None = None,
     on_found: Callable[[RunRef], None] | None = None,
+    collect: bool = True,
 ) -> list[RunRef]:
     """The runs under ``paths``, each once, in path order per given path.
 
@@ -109,7 +110,9 @@ def discover(
     directory that yielded no run (a file or folder of a format trajkit does
     not read, a symlinked folder), so a batch verb can say what it left out.
     ``on_found(ref)`` hears of each run as soon as it is found (in walk
-    order), so a batch can start before the walk ends.
+    order), so a batch can start before the walk ends. With ``collect``
+    false the runs are only handed to ``on_found``, none is kept (a walk of
+    a big tree holds no list of them), and the result is empty.
 
     The walk is linear in the entries below the given paths: each folder is
     listed once, each entry is detected as a root on its own (its parents
@@ -133,12 +136,15 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
 
     out: list[list[RunRef]] = []
     seen: set[str] = set()
+    added = [0]  # runs found so far
 
     def add(refs: list[RunRef], ref: RunRef, key: str | None = None) -> None:
         key = key or os.path.realpath(ref.path)
         if key not in seen:
             seen.add(key)
-            refs.append(ref)
+            added[0] += 1
+            if collect:
+                refs.append(ref)
             if on_found is not None:
                 on_found(ref)
 
@@ -216,7 +222,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 cs = entry.path  # absolute: the walk starts from the given path made absolute
                 if (entry.name.startswith(".") and entry.name not in dot_names) or (claimed and inside_claimed(cs)):
                     continue
-                before = len(refs)
+                before = added[0]
                 try:
                     is_dir = entry.is_dir()
                     is_link = entry.is_symlink()
@@ -241,7 +247,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 elif is_dir and depth < max_depth:
                     walk(cs, named / entry.name, depth + 1)
                 probe.drop_heads()
-                if on_skip and depth == 1 and len(refs) == before and not inside_claimed(cs):
+                if on_skip and depth == 1 and added[0] == before and not inside_claimed(cs):
                     what = "folder" if is_dir else "file"
                     on_skip(named / entry.name, f"no known format: no run found in this {what}"
                             if is_dir else "no known format")

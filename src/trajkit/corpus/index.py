@@ -280,7 +280,7 @@ class _Found:
         import queue
         import threading
 
-        self.q: Any = queue.Queue(maxsize=4096)
+        self.q: Any = queue.Queue(maxsize=1024)  # the walk runs ahead of the readers, not the whole corpus ahead
         self.have, self.dead = have, dead
         self.cache = cache or {}
         self.ready: list[Unit] = []  # units handed over as a list, still to be yielded (last first)
@@ -332,7 +332,7 @@ class _Found:
                     if self.on_problem is not None:
                         self.on_problem(msg)
 
-                discover([raw], archives=True, on_problem=problem, on_found=found)
+                discover([raw], archives=True, on_problem=problem, on_found=found, collect=False)
                 if digest is not None:
                     self.walked[_cache_key(raw)] = {"tree": digest, "units": found_units, "problems": problems}
         except BaseException as e:  # pragma: no cover - surfaced in the consumer

@@ -187,6 +187,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
         for f in layout.session_files(d, probe):
             if layout.file_kind(f, probe)[0] is not None:
                 out.append(f)
+        probe.drop_heads()  # the folder is decided: a walk of a big tree must not keep every file's head
 
     project(p)
     try:

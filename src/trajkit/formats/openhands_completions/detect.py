@@ -81,6 +81,7 @@ def find_sessions(root: Any, diagnostics: list | None = None) -> list[Path]:
         d = Path(dirpath)
         if isinstance(sniff(probe, d, "*-[0-9]*.json"), Match):
             out.append(d)
+        probe.drop_heads()  # the folder is decided: a walk of a big tree must not keep every file's head
         if len(d.relative_to(root).parts) >= 4:
             dirnames[:] = []
     return out

@@ -182,6 +182,7 @@ def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> lis
                 f = Path(dirpath) / n
                 if n.endswith(".jsonl") and looks_like_output(f, probe):
                     files.append(f)
+                probe.drop_heads()  # decided: a walk of a big tree must not keep every file's head
     out: list[Path] = []
     for f in files:
         idx = index(f)
