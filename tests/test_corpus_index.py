@@ -400,3 +400,47 @@ def test_a_lone_surrogate_is_indexed_as_its_escape(tmp_path):
     assert json.loads(p.stdout)["indexed"] == 1
     (row,) = table(out, "runs")
     assert row["task"] == want.encode("utf-8", "backslashreplace").decode("utf-8") == "Fix it \\ud83d please"
+
+
+@pytest.mark.parametrize("engine", ["serial", "process"])
+def test_batches_cut_across_engine_chunks_and_task_failures_keep_every_row(corpus, tmp_path, monkeypatch, engine):
+    """Workers hand back each engine chunk's rows packed per table; a committed
+    batch that ends inside a chunk, and rows the driver makes itself (a task
+    that failed), still give the tables, row for row and in order, of an
+    index whose batches and chunks line up."""
+    import trajkit.corpus.index as ix
+    from trajkit.corpus.tasks import IndexTask
+
+    root = _small_corpus(corpus, tmp_path, copies=2)  # 14 runs
+    ref = tmp_path / "ref"
+    ix.build([str(root)], ref, engine="serial", batch_size=64)
+    monkeypatch.setattr(ix, "ENGINE_CHUNK", 2)  # chunks of 2 runs, batches of 3: every other batch ends inside a chunk
+    cut = tmp_path / "cut"
+    res = ix.build([str(root)], cut, engine=engine, jobs=2, batch_size=3)
+    assert res.batches == 5 and res.indexed == 14
+    for t in TABLES:
+        assert table(cut, t) == table(ref, t), t
+    assert [len(m["units"]) for m in live(load_manifests(cut)[0])] == [3, 3, 3, 3, 2]
+
+    if engine == "process":
+        return
+    bad = "runs/c1/flat/basic.json"
+    real = IndexTask.__call__
+
+    def call(self, unit):  # a task bug on one run
+        if unit.source == bad:
+            raise RuntimeError("boom")
+        return real(self, unit)
+
+    monkeypatch.setattr(IndexTask, "__call__", call)
+    failed = tmp_path / "failed"
+    ix.build([str(root)], failed, engine="serial", batch_size=3)
+    got, want = table(failed, "runs"), table(ref, "runs")
+    assert [r["source"] for r in got] == [r["source"] for r in want]
+    row = next(r for r in got if r["source"] == bad)
+    assert row["read_ok"] is False and row["format"] is None
+    diags = [d for d in table(failed, "diagnostics") if d["run_id"] == row["run_id"]]
+    assert [(d["code"], d["message"]) for d in diags] == [("index.task-failed", "RuntimeError: boom")]
+    others = {r["run_id"] for r in want} - {row["run_id"]}
+    for t in ("steps", "tool_calls", "sessions"):
+        assert [r for r in table(failed, t) if r["run_id"] in others] == [r for r in table(ref, t) if r["run_id"] in others]

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 from ..atomic import write_atomic
 from ..jsonio import dumps, loads
-from .tables import OPTIONAL_TABLES, TABLES, arrow_table, schema
+from .tables import OPTIONAL_TABLES, TABLES, Encoded, arrow_table, schema
 from .tasks import IndexOptions, IndexTask, Unit, UnitRows, change_key
 
 MANIFESTS = "_manifests"
@@ -399,12 +399,109 @@ class IndexResult:
                 "engine": self.engine, "jobs": self.jobs, "seconds": round(self.seconds, 3), "problems": self.problems}
 
 
-def _write_table(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
+class _Block:
+    """One engine batch's rows, packed in the worker (:func:`_pack`): per
+    table the rows of all its units as column buffers (:class:`Encoded`),
+    and where each unit's rows start."""
+
+    __slots__ = ("tables", "starts", "_arrow")
+
+    def __init__(self, tables: dict[str, Encoded], starts: dict[str, list[int]]) -> None:
+        self.tables, self.starts = tables, starts
+        self._arrow: dict[str, Any] = {}
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.tables, self.starts
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.tables, self.starts = state
+        self._arrow = {}
+
+    def arrow(self, table: str) -> Any:
+        got = self._arrow.get(table)
+        if got is None:
+            got = self._arrow[table] = self.tables[table].to_arrow()
+        return got
+
+
+class _Packed:
+    """A unit's rows inside a :class:`_Block` (the ``rows`` of a packed :class:`UnitRows`)."""
+
+    __slots__ = ("block", "i")
+
+    def __init__(self, block: _Block, i: int) -> None:
+        self.block, self.i = block, i
+
+
+def _pack(results: list[Any]) -> list[Any]:
+    """The engine's ``pack`` for the index: a batch's rows as one :class:`_Block`
+    (a few buffers per table instead of a dict per row: less to pickle, and
+    nothing per row for the driver to unpickle, hold and free)."""
+    units = [r for r in results if isinstance(r, UnitRows) and isinstance(r.rows, dict) and not r.skipped]
+    if not units:
+        return results
+    tables: dict[str, Encoded] = {}
+    starts: dict[str, list[int]] = {}
+    for t in TABLES:
+        rows: list[dict[str, Any]] = []
+        at = [0]
+        for r in units:
+            rows.extend(r.rows.get(t) or ())
+            at.append(len(rows))
+        tables[t] = Encoded(t, rows)
+        starts[t] = at
+    block = _Block(tables, starts)
+    for i, r in enumerate(units):
+        r.rows = _Packed(block, i)  # type: ignore[assignment]
+    return results
+
+
+def _arrow_rows(table: str, results: list[UnitRows]) -> Any:
+    """The rows of ``table`` over ``results``, in order, as one Arrow table:
+    slices of the packed blocks (a run of units from one block is one slice),
+    and rows made here (a task failure's) encoded on the spot."""
+    import pyarrow as pa
+
+    pieces: list[Any] = []
+    loose: list[dict[str, Any]] = []
+    span: list[Any] = []  # [block, lo, hi] of the slice being extended
+
+    def close_span() -> None:
+        if span:
+            block, lo, hi = span
+            if hi > lo:
+                pieces.append(block.arrow(table).slice(lo, hi - lo))
+            span.clear()
+
+    for r in results:
+        rows = r.rows
+        if isinstance(rows, _Packed):
+            if loose:
+                pieces.append(arrow_table(table, loose))
+                loose = []
+            at = rows.block.starts[table]
+            lo, hi = at[rows.i], at[rows.i + 1]
+            if span and span[0] is rows.block and span[2] == lo:
+                span[2] = hi
+            else:
+                close_span()
+                span.extend((rows.block, lo, hi))
+        else:
+            close_span()
+            loose.extend(rows.get(table) or ())
+    close_span()
+    if loose or not pieces:
+        pieces.append(arrow_table(table, loose))
+    if len(pieces) == 1:
+        return pieces[0]
+    return pa.concat_tables(pieces).combine_chunks()
+
+
+def _write_table(path: Path, t: Any) -> None:
     import io
 
     import pyarrow.parquet as pq
 
-    t = arrow_table(table, rows)
     buf = io.BytesIO()
     pq.write_table(t, buf, compression="zstd")
     write_atomic(path, buf.getvalue(), durable=False)  # the manifest, written durably after it, is the commit
@@ -412,19 +509,16 @@ def _write_table(path: Path, table: str, rows: list[dict[str, Any]]) -> None:
 
 def commit(out: Path, batch: str, results: list[UnitRows], options: IndexOptions, supersedes: list[str]) -> dict[str, int]:
     """Write one batch's tables, then its manifest (the commit point). Returns rows per table."""
-    tables: dict[str, list[dict[str, Any]]] = {t: [] for t in TABLES}
-    for r in results:
-        for t, rows in r.rows.items():
-            tables[t].extend(rows)
     files: dict[str, str] = {}
     counts: dict[str, int] = {}
-    for t, rows in tables.items():
-        if not rows and t in OPTIONAL_TABLES:
+    for t in TABLES:
+        rows = _arrow_rows(t, results)
+        if not rows.num_rows and t in OPTIONAL_TABLES:
             continue
         rel = f"{t}/{batch}.parquet"
-        _write_table(out / rel, t, rows)
+        _write_table(out / rel, rows)
         files[t] = rel
-        counts[t] = len(rows)
+        counts[t] = rows.num_rows
     manifest = {
         "format": MANIFEST_FORMAT,
         "batch": batch,
@@ -521,7 +615,7 @@ def build(
         def take(stream: Iterable[Unit]) -> None:
             nonlocal done
             chunk = max(1, min(batch_size, ENGINE_CHUNK))
-            for b in run(IndexTask(options), stream, engine=engine, jobs=jobs, batch_size=chunk, address=address):
+            for b in run(IndexTask(options), stream, engine=engine, jobs=jobs, batch_size=chunk, address=address, pack=_pack):
                 for unit, r in zip(b.items, b.results):
                     r = r if isinstance(r, UnitRows) else _failed(unit, r)
                     if r.skipped:

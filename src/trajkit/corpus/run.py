@@ -77,14 +77,14 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _apply(task: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+def _apply(task: Callable[[Any], Any], items: Sequence[Any], pack: Callable[[list[Any]], list[Any]] | None = None) -> list[Any]:
     out = []
     for it in items:
         try:
             out.append(task(it))
         except Exception as e:  # a task bug must not lose the batch
             out.append(Failed(it, f"{type(e).__name__}: {e}"))
-    return out
+    return out if pack is None else pack(out)
 
 
 def batches(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -106,8 +106,14 @@ def run(
     jobs: int | None = None,
     batch_size: int = DEFAULT_BATCH,
     address: str | None = None,
+    pack: Callable[[list[Any]], list[Any]] | None = None,
 ) -> Iterator[Batch]:
     """``task`` over ``items``, yielded batch by batch in input order.
+
+    ``pack``: a picklable ``pack(results) -> results`` applied to each
+    batch's results where they are made (in the worker), before they are
+    handed back: a task's results re-shaped for the trip (e.g. the index's
+    rows as column buffers, one per table and batch, not a dict per row).
 
     ``jobs``: worker processes (process) or CPUs (local Ray); default: the
     CPUs available. ``process`` with one job, or with a single batch, runs
@@ -119,21 +125,21 @@ def run(
     jobs = max(1, jobs or default_jobs())
     size = max(1, batch_size)
     if engine == RAY:
-        yield from _run_ray(task, items, jobs, size, address)
+        yield from _run_ray(task, items, jobs, size, address, pack)
         return
     chunks = batches(items, size)
     if engine == SERIAL or jobs == 1:
         for n, chunk in enumerate(chunks):
-            yield Batch(n, chunk, _apply(task, chunk))
+            yield Batch(n, chunk, _apply(task, chunk, pack))
         return
     first = next(chunks, None)
     if first is None:
         return
     second = next(chunks, None)
     if second is None:
-        yield Batch(0, first, _apply(task, first))
+        yield Batch(0, first, _apply(task, first, pack))
         return
-    yield from _run_process(task, _chain(first, second, chunks), jobs)
+    yield from _run_process(task, _chain(first, second, chunks), jobs, pack)
 
 
 def _chain(a: list[Any], b: list[Any], rest: Iterator[list[Any]]) -> Iterator[list[Any]]:
@@ -142,7 +148,7 @@ def _chain(a: list[Any], b: list[Any], rest: Iterator[list[Any]]) -> Iterator[li
     yield from rest
 
 
-def _pool_context(task: Callable[[Any], Any]) -> Any:
+def _pool_context(*fns: Any) -> Any:
     """A multiprocessing context safe to start workers from a driver that runs
     threads: forkserver (preloading trajkit and the task's module) where there
     is one, else spawn."""
@@ -153,21 +159,23 @@ def _pool_context(task: Callable[[Any], Any]) -> Any:
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     preload = ["trajkit", "trajkit.corpus.run"]
-    mod = getattr(task, "__module__", None) or getattr(type(task), "__module__", None)
-    if isinstance(mod, str) and mod.startswith("trajkit"):
-        preload.append(mod)
+    for fn in fns:  # the task's module (and the pack's): imported once, in the forkserver
+        mod = getattr(fn, "__module__", None) or getattr(type(fn), "__module__", None)
+        if isinstance(mod, str) and mod.startswith("trajkit") and mod not in preload:
+            preload.append(mod)
     ctx.set_forkserver_preload(preload)
     return ctx
 
 
-def _run_process(task: Callable[[Any], Any], chunks: Iterator[list[Any]], jobs: int) -> Iterator[Batch]:
+def _run_process(task: Callable[[Any], Any], chunks: Iterator[list[Any]], jobs: int,
+                 pack: Callable[[list[Any]], list[Any]] | None = None) -> Iterator[Batch]:
     from concurrent.futures import ProcessPoolExecutor
 
     pending: deque = deque()
     n = 0
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(task)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=_pool_context(task, pack)) as pool:
         for chunk in chunks:
-            pending.append((n, chunk, pool.submit(_apply, task, chunk)))
+            pending.append((n, chunk, pool.submit(_apply, task, chunk, pack)))
             n += 1
             while len(pending) >= 2 * jobs:
                 k, items, fut = pending.popleft()
@@ -205,17 +213,19 @@ def ray_init(jobs: int, address: str | None = None) -> Any:
 class _RayBatch:
     """The Ray Data map function: one row per batch of items (pickled), one row of pickled results back."""
 
-    def __init__(self, task: Callable[[Any], Any]) -> None:
+    def __init__(self, task: Callable[[Any], Any], pack: Callable[[list[Any]], list[Any]] | None = None) -> None:
         self.task = task
+        self.pack = pack
 
     def __call__(self, row: dict[str, Any]) -> dict[str, Any]:
         import pickle
 
         items = pickle.loads(row["items"])
-        return {"number": row["number"], "results": pickle.dumps(_apply(self.task, items))}
+        return {"number": row["number"], "results": pickle.dumps(_apply(self.task, items, self.pack))}
 
 
-def _run_ray(task: Callable[[Any], Any], items: Iterable[Any], jobs: int, size: int, address: str | None) -> Iterator[Batch]:
+def _run_ray(task: Callable[[Any], Any], items: Iterable[Any], jobs: int, size: int, address: str | None,
+             pack: Callable[[list[Any]], list[Any]] | None = None) -> Iterator[Batch]:
     import pickle
 
     ray = ray_init(jobs, address)
@@ -225,7 +235,7 @@ def _run_ray(task: Callable[[Any], Any], items: Iterable[Any], jobs: int, size: 
     if not chunks:
         return
     rows = [{"number": n, "items": pickle.dumps(c)} for n, c in enumerate(chunks)]
-    ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_RayBatch(task))
+    ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_RayBatch(task, pack))
     # Ray Data may finish blocks out of order: hold early ones until their turn.
     held: dict[int, list[Any]] = {}
     want = 0

@@ -180,29 +180,49 @@ def schema(table: str) -> Any:
 
 def arrow_table(table: str, rows: list[dict[str, Any]]) -> Any:
     """``rows`` (dicts keyed by column name; a missing key is NULL) as an
-    Arrow table of ``table``'s schema.
+    Arrow table of ``table``'s schema: ``Encoded(table, rows).to_arrow()``."""
+    return Encoded(table, rows).to_arrow()
 
-    The arrays are assembled from their buffers (``Array.from_buffers``), not
-    through ``pa.array`` / ``Table.from_pylist``: those ask pyarrow's pandas
-    shim whether the input is "array-like", which imports pandas (50 MB and
-    half a second of the driver's CPU) wherever pandas is installed. The
-    values are the ones ``from_pylist`` gives: NULL for None, int64, float64
-    (an int is widened), bool, UTF-8 text (a lone surrogate, which UTF-8
-    cannot hold, is written as its escape, ``\\ud83d``, as trajkit's other
-    outputs do), list of text. A value of another type raises ``TypeError``.
+
+class Encoded:
+    """Rows of one table as Arrow column buffers (plain bytes: built and
+    pickled without pyarrow, so a worker hands the driver a few buffers per
+    table instead of a dict per row, and the driver's heap does not churn).
+
+    The buffers are assembled into arrays by ``Array.from_buffers``
+    (:meth:`to_arrow`), not through ``pa.array`` / ``Table.from_pylist``:
+    those ask pyarrow's pandas shim whether the input is "array-like", which
+    imports pandas (50 MB and half a second of CPU) wherever pandas is
+    installed. The values are the ones ``from_pylist`` gives: NULL for None,
+    int64, float64 (an int is widened), bool, UTF-8 text (a lone surrogate,
+    which UTF-8 cannot hold, is written as its escape, ``\\ud83d``, as
+    trajkit's other outputs do), list of text. A value of another type
+    raises ``TypeError``.
     """
-    import pyarrow as pa
 
-    sch = schema(table)
-    cols = [_column(ft, [r.get(f.name) for r in rows], f.name) for f, ft in
-            ((f, t) for f, (_, t, _) in zip(sch, TABLES[table]))]
-    return pa.Table.from_arrays(cols, schema=sch)
+    __slots__ = ("table", "n", "columns")
+
+    def __init__(self, table: str, rows: list[dict[str, Any]]) -> None:
+        self.table = table
+        self.n = len(rows)
+        self.columns = [_encode(kind, [r.get(name) for r in rows], name) for name, kind, _ in TABLES[table]]
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return self.table, self.n, self.columns
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.table, self.n, self.columns = state
+
+    def to_arrow(self) -> Any:
+        import pyarrow as pa
+
+        sch = schema(self.table)
+        kinds = [kind for _, kind, _ in TABLES[self.table]]
+        return pa.Table.from_arrays([_assemble(k, self.n, c) for k, c in zip(kinds, self.columns)], schema=sch)
 
 
-def _validity(values: list[Any]) -> tuple[Any, int]:
+def _validity(values: list[Any]) -> tuple[bytes | None, int]:
     """The validity bitmap of ``values`` (None: no bitmap, nothing is NULL) and the NULL count."""
-    import pyarrow as pa
-
     bits = 0
     nulls = 0
     for i, v in enumerate(values):
@@ -212,7 +232,7 @@ def _validity(values: list[Any]) -> tuple[Any, int]:
             bits |= 1 << i
     if not nulls:
         return None, 0
-    return pa.py_buffer(bits.to_bytes((len(values) + 7) // 8, "little")), nulls
+    return bits.to_bytes((len(values) + 7) // 8, "little"), nulls
 
 
 def _utf8(v: Any, column: str) -> bytes:
@@ -224,10 +244,8 @@ def _utf8(v: Any, column: str) -> bytes:
         return v.encode("utf-8", "backslashreplace")
 
 
-def _strings(values: list[Any], column: str) -> Any:
+def _strings(values: list[Any], column: str) -> tuple[Any, ...]:
     import array
-
-    import pyarrow as pa
 
     valid, nulls = _validity(values)
     offsets = array.array("i", [0])
@@ -239,16 +257,13 @@ def _strings(values: list[Any], column: str) -> Any:
             data.append(b)
             end += len(b)
         offsets.append(end)
-    return pa.Array.from_buffers(pa.string(), len(values), [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))],
-                                 null_count=nulls)
+    return valid, nulls, offsets.tobytes(), b"".join(data)
 
 
-def _column(kind: str, values: list[Any], column: str) -> Any:
+def _encode(kind: str, values: list[Any], column: str) -> tuple[Any, ...]:
+    """One column's buffers: (validity, null count, buffers of the kind ...)."""
     import array
 
-    import pyarrow as pa
-
-    n = len(values)
     if kind == STR:
         return _strings(values, column)
     valid, nulls = _validity(values)
@@ -257,16 +272,14 @@ def _column(kind: str, values: list[Any], column: str) -> Any:
             if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
                 raise TypeError(f"column {column!r}: expected an integer, got {type(v).__name__}")
         try:
-            data = array.array("q", [0 if v is None else v for v in values])
+            return valid, nulls, array.array("q", [0 if v is None else v for v in values]).tobytes()
         except OverflowError:
             raise TypeError(f"column {column!r}: an integer beyond 64 bits") from None
-        return pa.Array.from_buffers(pa.int64(), n, [valid, pa.py_buffer(data)], null_count=nulls)
     if kind == FLOAT:
         for v in values:
             if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool)):
                 raise TypeError(f"column {column!r}: expected a number, got {type(v).__name__}")
-        data = array.array("d", [0.0 if v is None else float(v) for v in values])
-        return pa.Array.from_buffers(pa.float64(), n, [valid, pa.py_buffer(data)], null_count=nulls)
+        return valid, nulls, array.array("d", [0.0 if v is None else float(v) for v in values]).tobytes()
     if kind == BOOL:
         bits = 0
         for i, v in enumerate(values):
@@ -276,8 +289,7 @@ def _column(kind: str, values: list[Any], column: str) -> Any:
                 raise TypeError(f"column {column!r}: expected true or false, got {type(v).__name__}")
             if v:
                 bits |= 1 << i
-        return pa.Array.from_buffers(pa.bool_(), n, [valid, pa.py_buffer(bits.to_bytes((n + 7) // 8, "little"))],
-                                     null_count=nulls)
+        return valid, nulls, bits.to_bytes((len(values) + 7) // 8, "little")
     if kind == STRLIST:
         offsets = array.array("i", [0])
         items: list[Any] = []
@@ -287,10 +299,27 @@ def _column(kind: str, values: list[Any], column: str) -> Any:
                     raise TypeError(f"column {column!r}: expected a list of text, got {type(v).__name__}")
                 items.extend(v)
             offsets.append(len(items))
-        child = _strings(items, column)
-        return pa.Array.from_buffers(pa.list_(pa.string()), n, [valid, pa.py_buffer(offsets)], null_count=nulls,
-                                     children=[child])
+        return valid, nulls, offsets.tobytes(), len(items), _strings(items, column)
     raise ValueError(f"column {column!r}: unknown kind {kind!r}")  # pragma: no cover - TABLES names only these
+
+
+def _buf(b: bytes | None) -> Any:
+    import pyarrow as pa
+
+    return None if b is None else pa.py_buffer(b)
+
+
+def _assemble(kind: str, n: int, col: tuple[Any, ...]) -> Any:
+    import pyarrow as pa
+
+    valid, nulls = _buf(col[0]), col[1]
+    if kind == STR:
+        return pa.Array.from_buffers(pa.string(), n, [valid, _buf(col[2]), _buf(col[3])], null_count=nulls)
+    if kind == STRLIST:
+        child = _assemble(STR, col[3], col[4])
+        return pa.Array.from_buffers(pa.list_(pa.string()), n, [valid, _buf(col[2])], null_count=nulls, children=[child])
+    typ = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_()}[kind]
+    return pa.Array.from_buffers(typ, n, [valid, _buf(col[2])], null_count=nulls)
 
 
 def run_id(source: str) -> str:
