@@ -123,12 +123,12 @@ def discover(
     from ..reading import tree
 
     with tree.shared_listings():  # each folder listed once, whichever format's walk asks
-        return _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_found)
+        return _discover(paths, certificates, archives, max_depth, on_problem, on_skip, on_found, collect)
 
 
 def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: bool, max_depth: int,
               on_problem: Callable[[str], None] | None, on_skip: Callable[[Path, str], None] | None,
-              on_found: Callable[[RunRef], None] | None) -> list[RunRef]:
+              on_found: Callable[[RunRef], None] | None, collect: bool = True) -> list[RunRef]:
     from ..reading import tree
     from ..reading.probe import Probe
     from ..registry import detect, formats, split_member
