@@ -31,13 +31,16 @@ TB_BUDGET = frozenset({"agent_timeout", "context_length_exceeded", "output_lengt
 TB_BLOCKED = frozenset({"agent_installation_failed", "test_timeout", "parse_error", "unknown_agent_error", "fatal_llm_parse_error"})
 
 
-def find_verifier_dir(root: str) -> str | None:
+def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     """The harbor ``verifier/`` directory (with ``ctrf.json`` or ``reward.txt``)
-    at ``root`` or up to three directories above it (as a path built on ``root``)."""
+    at ``root`` or up to three directories above it (as a path built on ``root``).
+    ``probe`` (a :class:`~trajkit.reading.probe.Probe`): answer from the
+    listings a reader already holds (the run's own folder) instead of a stat."""
     d = str(Path(root))
+    isdir, isfile = (probe.is_dir, probe.is_file) if probe is not None else (os.path.isdir, os.path.isfile)
     for _ in range(4):
         v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it
-        if os.path.isdir(v) and (os.path.isfile(os.path.join(v, "ctrf.json")) or os.path.isfile(os.path.join(v, "reward.txt"))):
+        if isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt"))):
             return v
         parent = os.path.dirname(d) or "."
         if parent == d:

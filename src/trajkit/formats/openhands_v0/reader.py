@@ -64,9 +64,20 @@ _STATE_ACTIONS = frozenset({"change_agent_state", "null", "pause", "resume", "st
 _STATE_OBSERVATIONS = frozenset({"agent_state_changed"})
 
 
-def _rel(path: Path, root: Path) -> str:
+def _rel(path: Path | str, lay: Layout) -> str:
+    """``path`` relative to the trial (the folder of a bare flat export), as
+    ``os.path.relpath`` writes it. Every non-file layout's root is a listed
+    folder, so no stat is needed; a path under the root (all of a layout's)
+    is its text after the root's."""
+    root = lay.root
+    base = os.fspath(root.parent if lay.kind == "flat-file" else root)
+    s = os.fspath(path)
+    if os.path.isabs(s) and os.path.isabs(base) and ".." not in s.split(os.sep):
+        prefix = base if base.endswith(os.sep) else base + os.sep
+        if s.startswith(prefix) and len(s) > len(prefix):
+            return s[len(prefix):]
     try:
-        return os.path.relpath(path, root if root.is_dir() else root.parent)
+        return os.path.relpath(s, base)
     except ValueError:
         return str(path)
 
@@ -75,8 +86,9 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
     """Events of the flat view: the largest candidate that is a JSON list."""
     cands = []
     for p in lay.flat_candidates:
+        st = lay.probe.stat(p)  # detection's stat when it made one
         try:
-            cands.append((p.stat().st_size, p))
+            cands.append(((st or p.stat()).st_size, p))
         except OSError as e:
             session.diag("file.unreadable", f"cannot stat: {e.strerror}", ERROR, file=str(p))
     cands.sort(key=lambda t: -t[0])
@@ -112,7 +124,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
             continue
         chosen = p
         index = LineIndex(data, len(value))
-        rel = _rel(p, lay.root)
+        rel = _rel(p, lay)
         ids = []
         for k, ev in enumerate(value):
             eid = _id_of(ev)
@@ -124,7 +136,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
 
 def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
     base = os.fspath(d)
-    prefix = _rel(d, lay.root) + os.sep
+    prefix = _rel(d, lay) + os.sep
     numbered = []
     for n in lay.ls(d):
         m = _EVENT_FILE.match(n)
@@ -197,7 +209,7 @@ def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -
             continue
         if len(value) != end - start:
             session.diag("v0.shard-size", f"shard {n} holds {len(value)} events, its name says {end - start}", WARNING, file=str(p))
-        rel = _rel(p, lay.root)
+        rel = _rel(p, lay)
         ids = []
         for k, ev in enumerate(value):
             if not isinstance(ev, dict):
@@ -350,7 +362,34 @@ def to_event(raw: Any, ref: Ref | None, event_id: Any = _UNSET) -> Event:
     :func:`full_event` derives them.
     """
     kind, typ = _kind_type(raw)
-    return Event.lazy(_id_of(raw) if event_id is _UNSET else event_id, kind, typ, raw, ref, _derive)
+    ev = Event.lazy(_id_of(raw) if event_id is _UNSET else event_id, kind, typ, raw, ref, _derive)
+    # Set now, not derived: only :func:`attribute_usage` gives them a value,
+    # and every read prices each event's ``model_usage`` (estimate_session),
+    # which would otherwise derive every field of every event.
+    ev.usage = None
+    ev.model_usage = None
+    return ev
+
+
+def _response_id(raw: dict) -> str | None:
+    """The model response id of an action or message event (``Event.response_id``
+    as :func:`full_event` derives it for those kinds), from the dict alone."""
+    tcm = raw.get("tool_call_metadata")
+    if type(tcm) is not dict:
+        return None
+    mr = tcm.get("model_response")
+    if type(mr) is not dict:
+        return None
+    rid = mr.get("id")
+    return rid if type(rid) is str else None
+
+
+def _model_of(raw: dict) -> Any:
+    """The model an action event names (``extra["model"]`` as :func:`full_event`
+    derives it: set only when truthy), from the dict alone."""
+    tcm = raw.get("tool_call_metadata")
+    mr = tcm.get("model_response") if type(tcm) is dict else None
+    return mr.get("model") if type(mr) is dict else None
 
 
 def full_event(raw: Any, ref: Ref | None) -> Event:
@@ -462,13 +501,13 @@ def _file_edit(obs: str, ex: dict[str, Any]) -> FileEdit:
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
     """Read a V0 trial directory, session directory or flat export file."""
-    session = _read(root, options)
-    _run_facts(session)
+    session, lay = _read(root, options)
+    _run_facts(session, lay.probe if lay is not None else None)
     session.outcome = stream_outcome(session)
     return session
 
 
-def _read(root: Path, options: ReadOptions | None) -> Session:
+def _read(root: Path, options: ReadOptions | None) -> tuple[Session, Layout | None]:
     opts = options or ReadOptions()
     root = Path(root)
     session = Session(format=NAME, source_path=str(root))
@@ -480,7 +519,7 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
         session.diag("file.unreadable", f"cannot read: {e}", ERROR, file=str(root))
     if lay is None:
         session.diag("v0.no-layout", "not a V0 trial, session directory or flat export", ERROR, file=str(root))
-        return session
+        return session, None
     session.metadata["layout"] = lay.kind
     session.metadata["trial_root"] = str(lay.root)
     _read_metadata(lay, session, opts)
@@ -490,7 +529,7 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
     want = opts.view
     if want is not None and want not in VIEWS:
         session.diag("v0.unknown-view", f"unknown view {want!r}; views are {', '.join(VIEWS)}", ERROR)
-        return session
+        return session, lay
     events: list[Event] = []
     view = None
     view_path = None
@@ -530,7 +569,7 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
 
     session.view = view
     session.metadata["view"] = view
-    session.metadata["view_path"] = _rel(view_path, lay.root) if view_path else None
+    session.metadata["view_path"] = _rel(view_path, lay) if view_path else None
     if view is None and no_stream:
         fm = (session.metadata.get("results") or {}).get("failure_mode") if isinstance(session.metadata.get("results"), dict) else None
         session.diag("v0.no-event-stream", "a terminal-bench trial with no event stream (results.json, panes and recordings only): "
@@ -540,7 +579,7 @@ def _read(root: Path, options: ReadOptions | None) -> Session:
         session.diag("v0.no-events", "no view holds any events", ERROR if not present else WARNING, file=str(root))
     session.id = _session_id(lay, view_path)
     from_events(session, events, view, opts.steps)
-    return session
+    return session, lay
 
 
 def from_events(session: Session, events: list[Event], view: str | None, steps: bool = True) -> None:
@@ -606,8 +645,13 @@ def _check_ids(session: Session, view: str | None) -> None:
 
 def _task_text(session: Session) -> None:
     for e in session.events:
-        if e.kind == MESSAGE and e.source == "user" and isinstance(e.text, str) and e.text.strip():
-            session.task = e.text
+        # a message's source and text (args.content) as full_event derives them, from the dict
+        if e.kind == MESSAGE and e.raw.get("source") == "user":
+            args = e.raw.get("args")
+            text = args.get("content") if type(args) is dict else None
+            if type(text) is not str or not text.strip():
+                continue
+            session.task = text
             session.task_source = "first user message event"
             return
     results = session.metadata.get("results")
@@ -628,9 +672,11 @@ def _model_facts(session: Session) -> None:
                     session.metadata["harness_version"] = a.get("openhands_version")
             break
     for e in session.events:
-        if e.kind == ACTION and type(e.raw) is dict and "tool_call_metadata" in e.raw and e.extra.get("model"):
-            session.metadata["model"] = e.extra["model"]
-            break
+        if e.kind == ACTION and type(e.raw) is dict and "tool_call_metadata" in e.raw:
+            model = _model_of(e.raw)
+            if model:
+                session.metadata["model"] = model
+                break
     for e in reversed(session.events):
         if e.type == "agent_state_changed" and isinstance(e.raw, dict):
             ex = e.raw.get("extras") or {}
@@ -646,7 +692,7 @@ def _d(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _run_facts(session: Session) -> None:
+def _run_facts(session: Session, probe: Any = None) -> None:
     """``Session.run``: what the trial files and the system event say about the run."""
     md = session.metadata
     run = session.run
@@ -663,7 +709,8 @@ def _run_facts(session: Session) -> None:
     cost = _d(_d(md.get("result")).get("agent_result")).get("cost_usd")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
         run.cost_usd = float(cost)
-    stamps = [e.timestamp for e in (session.events[:1] + session.events[-1:]) if isinstance(e.timestamp, str)]
+    ends = [e.raw.get("timestamp") if type(e.raw) is dict else None for e in (session.events[:1] + session.events[-1:])]
+    stamps = [t for t in ends if isinstance(t, str)]
     if stamps:
         run.started_at, run.ended_at = stamps[0], stamps[-1]
     for r in run.results:
@@ -677,7 +724,7 @@ def _run_facts(session: Session) -> None:
         start, end = (g("started_at"), g("finished_at")) if harbor else (g("trial_started_at"), g("trial_ended_at"))
         if isinstance(start, str) and isinstance(end, str):
             run.started_at, run.ended_at = start, end
-    run.verifier_dir = find_verifier_dir(session.source_path)
+    run.verifier_dir = find_verifier_dir(session.source_path, probe)
 
 
 def stream_outcome(session: Session) -> Outcome:
@@ -794,7 +841,7 @@ def build_steps(session: Session) -> list[Step]:
                 obs.ref,
                 eid,
                 obs.id,
-                parallel_group=e.response_id if _parallel(raw) else None,
+                parallel_group=_response_id(raw) if (e.kind == ACTION or e.kind == MESSAGE) and _parallel(raw) else None,
                 usage=_usage_tokens(e.usage) if "llm_metrics" in raw else None,
                 cost=e.usage.get("cost") if "llm_metrics" in raw and e.usage else None,
                 model_usage=e.model_usage if "llm_metrics" in raw else None,
@@ -821,12 +868,15 @@ def attribute_usage(events: list[Event]) -> None:
     prev: dict[str, Any] = {}
     seen: set[str] = set()
     for e in events:
-        if type(e.raw) is not dict or "llm_metrics" not in e.raw:
+        raw = e.raw
+        if type(raw) is not dict or "llm_metrics" not in raw or (e.kind != ACTION and e.kind != MESSAGE):
             continue
-        totals = e.extra.get("cumulative_usage")
+        # what full_event keeps in extra["cumulative_usage"] and response_id, from the dict
+        # alone (the event's other fields stay underived)
+        totals = _usage_of(raw["llm_metrics"])
         if totals is None:
             continue
-        rid = e.response_id
+        rid = _response_id(raw)
         if rid is None or rid not in seen:
             e.usage = {k: (v - prev.get(k, 0) if type(v) in (int, float) else v) for k, v in totals.items()}
             e.model_usage = Usage.from_counts(e.usage, "llm_metrics (difference of running totals)")
