@@ -914,7 +914,8 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         raise DetectionError(f"{p}: ambiguous, several formats match equally well: {', '.join(tied)}; name one with --format")
     if det.match.hint is not None:
         options = dataclasses.replace(options, hint=det.match.hint)
-    options = _one_member(det.format, Path(det.match.root), options, check=not _listed)
+    root = det.match.root
+    options = _one_member(det.format, root if isinstance(root, Path) else Path(root), options, check=not _listed)
     session = _read_with(det.format, det.match.root, options)
     session.diagnostics.extend(det.diagnostics)
     others = sorted({c.format for c in det.considered if c.outcome == "match" and c.format != det.format.name})
@@ -1035,8 +1036,11 @@ def _flag_undecodable_names(session: Session) -> None:
     """One ``path.not-utf8`` warning when a path the run was read from is not
     valid UTF-8 (Python holds such bytes as lone surrogates): outputs show
     those bytes escaped (``\\udcff``), so the name printed is not the name on disk."""
-    bad = [f.path for f in session.files if _SURROGATE.search(f.path)]
-    if _SURROGATE.search(session.source_path or ""):
+    search = _SURROGATE.search
+    if not search("\0".join([session.source_path or ""] + [f.path for f in session.files])):
+        return  # the common case, in one scan
+    bad = [f.path for f in session.files if search(f.path)]
+    if search(session.source_path or ""):
         bad.insert(0, session.source_path)
     if bad:
         session.diagnostics.append(

@@ -174,6 +174,19 @@ class Probe:
         once each entry is decided)."""
         self._heads.clear()
 
+    def whole(self, path: str | os.PathLike, cap: int) -> bytes | None:
+        """The complete bytes of a file whose head was read already and held
+        all of it (a file shorter than the head read), when non-empty and at
+        most ``cap`` bytes; else None (read it). Lets a reader take the file
+        detection sniffed without opening it again."""
+        got = self._heads.get(os.fspath(path))
+        if got is None:
+            return None
+        data, asked = got
+        if not data or len(data) >= asked or len(data) > cap:
+            return None
+        return data
+
     def head(self, path: str | os.PathLike, n: int) -> bytes:
         """The first ``n`` bytes of a regular file (``b""`` otherwise). At
         least 64 KiB is read once and kept, and shorter asks are slices of it."""

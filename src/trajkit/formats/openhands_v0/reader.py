@@ -98,7 +98,9 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
         if chosen is not None:
             session.files.append(SourceFile(str(p), "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {chosen.name}"))
             continue
-        data, d = read_io.read_bytes(p, opts.max_file_bytes)
+        data = lay.probe.whole(p, opts.max_file_bytes)  # detection's sniff often read it all
+        if data is None:
+            data, d = read_io.read_bytes(p, opts.max_file_bytes)
         if data is None:
             session.diagnostics.append(d)
             session.files.append(SourceFile(str(p), "flat-export", "skipped", size, note=d.code))
@@ -626,21 +628,27 @@ def _check_ids(session: Session, view: str | None) -> None:
     seen: set = set()
     prev = None
     file = session.metadata.get("view_path")
+    gappy = view in _GAPPY_VIEWS
     for e in session.events:
-        if not isinstance(e.id, int) or isinstance(e.id, bool):
+        eid = e.id
+        if type(eid) is not int:  # ids are an int, a str or None (to_event), never an int subclass
             written = e.raw.get("id") if isinstance(e.raw, dict) else None
             session.diag("v0.bad-id", f"event has no integer id (id={written!r})", WARNING, file=e.ref.path if e.ref else file)
             continue
-        if e.id in seen:
-            session.diag("v0.duplicate-id", f"event id {e.id} appears more than once; the first is used for pairing", WARNING,
-                         file=e.ref.path if e.ref else file, event_id=e.id)
-        seen.add(e.id)
-        if view not in _GAPPY_VIEWS and prev is not None and e.id > prev + 1:
-            session.diag("v0.id-gap", f"ids jump from {prev} to {e.id} ({e.id - prev - 1} missing)", WARNING,
-                         file=e.ref.path if e.ref else file, event_id=e.id)
-        if prev is not None and e.id < prev:
-            session.diag("v0.id-order", f"id {e.id} comes after {prev}", WARNING, file=e.ref.path if e.ref else file, event_id=e.id)
-        prev = e.id if prev is None else max(prev, e.id)
+        if eid in seen:
+            session.diag("v0.duplicate-id", f"event id {eid} appears more than once; the first is used for pairing", WARNING,
+                         file=e.ref.path if e.ref else file, event_id=eid)
+        seen.add(eid)
+        if prev is None:
+            prev = eid
+            continue
+        if not gappy and eid > prev + 1:
+            session.diag("v0.id-gap", f"ids jump from {prev} to {eid} ({eid - prev - 1} missing)", WARNING,
+                         file=e.ref.path if e.ref else file, event_id=eid)
+        if eid < prev:
+            session.diag("v0.id-order", f"id {eid} comes after {prev}", WARNING, file=e.ref.path if e.ref else file, event_id=eid)
+        elif eid > prev:
+            prev = eid
 
 
 def _task_text(session: Session) -> None:
@@ -740,7 +748,9 @@ def stream_outcome(session: Session) -> Outcome:
     errors: list[Event] = []
     operator_stop = False
     for e in session.events:
-        raw = _d(e.raw)
+        raw = e.raw
+        if not isinstance(raw, dict):
+            continue  # no member to look at: none of the cases below
         if raw.get("observation") == "agent_state_changed":
             ex = _d(raw.get("extras"))
             state = ex.get("agent_state") or state
