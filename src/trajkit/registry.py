@@ -683,7 +683,11 @@ def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, pro
             first, match = _parse_glob(fp)[0]
             if match is None and first not in names:
                 continue  # the common case: a literal first part that is not there
-            if _glob_hit(base, fp, probe):
+            key = (base, fp)  # several formats share a glob such as *.json: asked once per probe
+            hit = probe.globs.get(key)
+            if hit is None:
+                hit = probe.globs[key] = _glob_hit(base, fp, probe)
+            if hit:
                 yield fp
     else:
         name = candidate.name
@@ -767,7 +771,10 @@ def detect(
     :func:`trajkit.corpus.discover` asks while it walks down from a root
     whose parents it has already ruled out).
     """
-    path, member = split_member(path)
+    if isinstance(path, Path) and "#" not in str(path):
+        member = None  # what split_member says of it, without making the Path again
+    else:
+        path, member = split_member(path)
     p = _abs_path(path)
     det = Detection(path=str(p), format=None, match=None, member=member)
     probe = probe if probe is not None else Probe()

@@ -34,7 +34,7 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "calls")
+    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "globs", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
@@ -43,6 +43,9 @@ class Probe:
         self._scans: dict[str, tuple[set[str], set[str]]] = {}
         self._st: dict[str, os.stat_result | None] = {}
         self._heads: dict[str, tuple[bytes, int]] = {}
+        #: detection's fingerprint answers, ``(directory, glob) -> bool``
+        #: (several formats share a glob such as ``*.json``)
+        self.globs: dict[tuple[str, str], bool] = {}
         self.calls = 0
 
     def _list(self, p: str) -> list[str] | None:
@@ -156,6 +159,10 @@ class Probe:
                     return False
         st = self.stat(p)
         return st is not None and _stat.S_ISREG(st.st_mode)
+
+    def listed(self, path: str | os.PathLike) -> bool:
+        """Whether ``path`` has been listed already (so asking about its names costs nothing)."""
+        return os.fspath(path) in self._ls
 
     def has(self, directory: str | os.PathLike, name: str) -> bool:
         """Whether ``name`` is listed in ``directory`` (a set look-up: detection asks it of big folders

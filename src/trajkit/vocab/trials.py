@@ -36,7 +36,7 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     at ``root`` or up to three directories above it (as a path built on ``root``).
     ``probe`` (a :class:`~trajkit.reading.probe.Probe`): answer from the
     listings a reader already holds (the run's own folder) instead of a stat."""
-    d = str(Path(root))
+    d = str(root) if isinstance(root, Path) else str(Path(root))  # a Path is normalized already
     isdir, isfile = (probe.is_dir, probe.is_file) if probe is not None else (os.path.isdir, os.path.isfile)
     for _ in range(4):
         v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it

@@ -116,10 +116,13 @@ def companion_owner(path: Path, probe: Probe) -> Path | None:
         parent = os.path.dirname(p)
         if parent == p:
             return None
-        # X.jsonl beside it first: one stat where the parent is not listed,
-        # where listing X (a run's ancestors, big folders) costs far more
         main = os.path.join(parent, os.path.basename(p) + ".jsonl")
-        if probe.is_file(main) and probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
+        if probe.listed(p):  # its names are known: ask them before a stat for X.jsonl
+            if (probe.has(p, "subagents") or probe.has(p, "workflows")) and probe.is_file(main) and probe.is_dir(p):
+                return Path(main)
+        # else X.jsonl beside it first: one stat, where listing X (a run's
+        # ancestors, big folders) costs far more
+        elif probe.is_file(main) and probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
             return Path(main)
         p = parent
     return None

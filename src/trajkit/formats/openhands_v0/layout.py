@@ -174,12 +174,13 @@ def _root_for(cand: Path, probe: Probe) -> tuple[Path, str, str] | tuple[Path, s
             return _trial_of_session_dir(parent.parent, probe), STRONG, "an event file of a session directory"
         if _SHARD_FILE.match(cand.name) and parent.name == "event_cache":
             return _trial_of_session_dir(parent.parent, probe), STRONG, "a page-cache shard of a session directory"
-        if cand.name == "openhands.trajectory.json" and parent.name == "agent" and locate(parent.parent, probe):
-            return parent.parent, STRONG, "the flat export of a harbor trial"
-        if parent.name in ("sessions", "agent-logs") and locate(parent.parent, probe) is not None and _looks_like_v0_list(cand, probe):
-            return parent.parent, STRONG, f"the flat export in {parent.name}/ of a trial"
+        # each match hands its layout on, so the reader lists and reads nothing detection did
+        if cand.name == "openhands.trajectory.json" and parent.name == "agent" and (lay := locate(parent.parent, probe)):
+            return parent.parent, STRONG, "the flat export of a harbor trial", lay
+        if parent.name in ("sessions", "agent-logs") and (lay := locate(parent.parent, probe)) is not None and _looks_like_v0_list(cand, probe):
+            return parent.parent, STRONG, f"the flat export in {parent.name}/ of a trial", lay
         if _looks_like_v0_list(cand, probe):
-            return cand, STRONG, "a bare flat export (a JSON list of V0 events)"
+            return cand, STRONG, "a bare flat export (a JSON list of V0 events)", Layout("flat-file", cand, flat_candidates=[cand], probe=probe)
         return None
     if not probe.is_dir(cand):
         return None

@@ -504,14 +504,15 @@ def _file_edit(obs: str, ex: dict[str, Any]) -> FileEdit:
 def read(root: Path, options: ReadOptions | None = None) -> Session:
     """Read a V0 trial directory, session directory or flat export file."""
     session, lay = _read(root, options)
-    _run_facts(session, lay.probe if lay is not None else None)
+    _run_facts(session, lay)
     session.outcome = stream_outcome(session)
     return session
 
 
 def _read(root: Path, options: ReadOptions | None) -> tuple[Session, Layout | None]:
     opts = options or ReadOptions()
-    root = Path(root)
+    if not isinstance(root, Path):
+        root = Path(root)
     session = Session(format=NAME, source_path=str(root))
     try:
         hint = opts.hint
@@ -700,7 +701,7 @@ def _d(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _run_facts(session: Session, probe: Any = None) -> None:
+def _run_facts(session: Session, lay: Layout | None = None) -> None:
     """``Session.run``: what the trial files and the system event say about the run."""
     md = session.metadata
     run = session.run
@@ -732,7 +733,8 @@ def _run_facts(session: Session, probe: Any = None) -> None:
         start, end = (g("started_at"), g("finished_at")) if harbor else (g("trial_started_at"), g("trial_ended_at"))
         if isinstance(start, str) and isinstance(end, str):
             run.started_at, run.ended_at = start, end
-    run.verifier_dir = find_verifier_dir(session.source_path, probe)
+    # the layout's root is the Path source_path was written from; its probe holds the root's listing
+    run.verifier_dir = find_verifier_dir(lay.root, lay.probe) if lay is not None else find_verifier_dir(session.source_path)
 
 
 def stream_outcome(session: Session) -> Outcome:
