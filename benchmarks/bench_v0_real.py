@@ -14,6 +14,8 @@ time mostly measures other processes), min and median over ``--rounds``:
 - trajkit: ``trajkit.read(run)``, what ``trajkit steps`` does before printing;
 - floor: reading the files trajkit read (``Session.files`` with status
   ``read``) and ``orjson.loads`` of each;
+- named: ``trajkit.read(run, format="openhands-v0")``, the same without
+  detection (what the detection share of the first line is);
 - reference: :func:`reference_v0.steps_of` (stdlib ``json``).
 
 Before timing, every run's steps are checked equal under both (count and
@@ -77,6 +79,11 @@ def run_trajkit(runs):
         trajkit.read(r)
 
 
+def run_named(runs):
+    for r in runs:
+        trajkit.read(r, format="openhands-v0")
+
+
 def run_reference(runs):
     for r in runs:
         reference_v0.steps_of(str(r))
@@ -111,9 +118,10 @@ def main(argv=None) -> int:
     runs = build(args.copies)
     files = check(runs)
     size = sum(os.path.getsize(f) for fs in files for f in fs)
-    t: dict[str, list[float]] = {"floor": [], "trajkit": [], "reference": []}
+    t: dict[str, list[float]] = {"floor": [], "trajkit": [], "named": [], "reference": []}
     for _ in range(args.rounds):
-        for name, fn, arg in (("floor", run_floor, files), ("trajkit", run_trajkit, runs), ("reference", run_reference, runs)):
+        for name, fn, arg in (("floor", run_floor, files), ("trajkit", run_trajkit, runs), ("named", run_named, runs),
+                              ("reference", run_reference, runs)):
             c0 = time.process_time()
             fn(arg)
             t[name].append(time.process_time() - c0)
@@ -125,7 +133,9 @@ def main(argv=None) -> int:
     fm, fmed = min(t["floor"]), statistics.median(t["floor"])
     tm, tmed = min(t["trajkit"]), statistics.median(t["trajkit"])
     rm, rmed = min(t["reference"]), statistics.median(t["reference"])
+    nm, nmed = min(t["named"]), statistics.median(t["named"])
     print(f"  trajkit / floor:     {tm / fm:.2f}x (min)  {tmed / fmed:.2f}x (median)   goal <= 1.6x")
+    print(f"  named / floor:       {nm / fm:.2f}x (min)  {nmed / fmed:.2f}x (median)   (format named: no detection)")
     print(f"  reference / trajkit: {rm / tm:.2f}x (min)  {rmed / tmed:.2f}x (median)   goal >= 3x")
     return 0
 

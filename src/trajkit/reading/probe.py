@@ -108,10 +108,16 @@ class Probe:
 
     def _entry(self, p: str) -> Any:
         """The directory entry for ``p`` when its parent has been listed
-        (None when the listing does not hold it), else _MISSING."""
+        (None when the listing does not hold it, or when the parent is known
+        not to be there or not to be a folder), else _MISSING."""
         parent, name = os.path.split(p)
         entries = self._entries.get(parent, _MISSING)
-        if entries is _MISSING or entries is None:
+        if entries is _MISSING:
+            st = self._st.get(parent, _MISSING)
+            if st is None or (st is not _MISSING and not _stat.S_ISDIR(st.st_mode)):
+                return None  # under a path that is not there, or not a folder: nothing is
+            return _MISSING
+        if entries is None:
             return _MISSING
         index = self._index.get(parent)
         if index is None:

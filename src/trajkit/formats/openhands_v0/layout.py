@@ -50,8 +50,10 @@ class Layout:
     metadata_files: list[tuple[str, Path]] = field(default_factory=list)
     recordings: list[Path] = field(default_factory=list)
     probe: Probe = field(default_factory=Probe)
+    #: what paths are made relative to (the root, or a bare file's folder), as text; set on first use
+    rel_base: str | None = None
 
-    def ls(self, d: Path) -> list[str]:
+    def ls(self, d: Path | str) -> list[str]:
         """The names in directory ``d``, listed once per layout."""
         return self.probe.listdir(d) or []
 
@@ -235,9 +237,10 @@ def views_present(root: Path, lay: Layout | None = None) -> list[str]:
     out = []
     if lay.flat_candidates:
         out.append(FLAT)
-    if any(_has_files(lay.ls(d / "events"), _EVENT_FILE) for d in lay.session_dirs):
+    bases = [os.fspath(d) + os.sep for d in lay.session_dirs]  # as d / "events" writes it, without the Paths
+    if any(_has_files(lay.ls(b + "events"), _EVENT_FILE) for b in bases):
         out.append(EVENTS)
-    if any(_has_files(lay.ls(d / "event_cache"), _SHARD_FILE) for d in lay.session_dirs):
+    if any(_has_files(lay.ls(b + "event_cache"), _SHARD_FILE) for b in bases):
         out.append(CACHE)
     return out
 

@@ -69,10 +69,12 @@ def _rel(path: Path | str, lay: Layout) -> str:
     ``os.path.relpath`` writes it. Every non-file layout's root is a listed
     folder, so no stat is needed; a path under the root (all of a layout's)
     is its text after the root's."""
-    root = lay.root
-    base = os.fspath(root.parent if lay.kind == "flat-file" else root)
+    base = lay.rel_base
+    if base is None:
+        root = lay.root
+        base = lay.rel_base = os.fspath(root.parent if lay.kind == "flat-file" else root)
     s = os.fspath(path)
-    if os.path.isabs(s) and os.path.isabs(base) and ".." not in s.split(os.sep):
+    if s[:1] == os.sep and base[:1] == os.sep and os.sep + ".." not in s:
         prefix = base if base.endswith(os.sep) else base + os.sep
         if s.startswith(prefix) and len(s) > len(prefix):
             return s[len(prefix):]
@@ -236,7 +238,7 @@ def _note_unused_view(name: str, paths: list[str], role: str, session: Session) 
     session.files.extend(SourceFile(p, role, "unused", None, [], note) for p in paths)
 
 
-def _view_files(lay: Layout, d: Path, pat: re.Pattern) -> list[str]:
+def _view_files(lay: Layout, d: Path | str, pat: re.Pattern) -> list[str]:
     base = os.fspath(d) + os.sep
     return [base + n for n in sorted(lay.ls(d)) if pat.match(n)]
 
@@ -556,11 +558,13 @@ def _read(root: Path, options: ReadOptions | None) -> tuple[Session, Layout | No
     if FLAT not in present and lay.kind in ("terminal-bench", "harbor") and not no_stream:
         session.diag("v0.flat-missing", "no flat export (a killed or timed-out run writes none); using " + (view or "no view"), INFO, file=str(lay.root))
     # account for the views not chosen
+    chosen_dir = os.fspath(view_path) if view in _DIR_VIEWS else None
     for d in lay.session_dirs:
-        if not (view == EVENTS and view_path == d / "events"):
-            _note_unused_view(EVENTS, _view_files(lay, d / "events", _EVENT_FILE), "event", session)
-        if not (view == CACHE and view_path == d / "event_cache"):
-            _note_unused_view(CACHE, _view_files(lay, d / "event_cache", _SHARD_FILE), "event-cache-shard", session)
+        base = os.fspath(d) + os.sep  # as d / "events" writes it
+        if not (view == EVENTS and chosen_dir == base + "events"):
+            _note_unused_view(EVENTS, _view_files(lay, base + "events", _EVENT_FILE), "event", session)
+        if not (view == CACHE and chosen_dir == base + "event_cache"):
+            _note_unused_view(CACHE, _view_files(lay, base + "event_cache", _SHARD_FILE), "event-cache-shard", session)
     if view != FLAT:
         seen = {f.path for f in session.files}
         _note_unused_view(FLAT, [str(p) for p in lay.flat_candidates if str(p) not in seen], "flat-export", session)
