@@ -897,7 +897,10 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     (``read.format-failed``).
     """
     options = options or ReadOptions()
-    path, member = split_member(path)
+    if isinstance(path, Path) and "#" not in str(path):
+        member = None  # what split_member says of it, keeping the Path (no second one made)
+    else:
+        path, member = split_member(path)
     if member is not None:
         options = dataclasses.replace(options, member=member)
     p = _abs_path(path)
