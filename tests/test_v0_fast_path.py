@@ -132,3 +132,23 @@ def test_probe_whole_only_for_a_file_read_whole(tmp_path):
     assert probe.whole(small, 3) is None  # over the cap: the reader reads (and refuses) it itself
     assert probe.whole(big, 1 << 30) is None  # the head is only its start
     assert probe.whole(empty, 1 << 20) is None
+
+
+@pytest.mark.parametrize("choices", [5, True, [{"message": {"tool_calls": 7}}], [{"message": {"tool_calls": [{"id": "c1", "function": "ls"}]}}]])
+def test_malformed_model_response_derives_without_raising(tmp_path, choices):
+    """Fields are derived after the read, on first access: a malformed
+    ``model_response`` must give no tool-call facts from it, not an exception."""
+    action = {
+        "id": 1, "source": "agent", "action": "run", "args": {"command": "ls", "thought": ""},
+        "tool_call_metadata": {"tool_call_id": "c1", "function_name": "execute_bash",
+                               "model_response": {"id": "r1", "model": "m", "choices": choices}},
+    }
+    obs = {"id": 2, "source": "agent", "observation": "run", "cause": 1, "content": "a b", "extras": {}}
+    f = tmp_path / "run.json"
+    f.write_bytes(orjson.dumps([action, obs]))
+    s = trajkit.read(f)
+    assert [st.action for st in s.steps] == ["ls"]
+    e = s.events[0]
+    assert e.response_id == "r1" and e.extra.get("model") == "m"
+    assert [c.name for c in e.tool_calls] == ["execute_bash"]
+    assert e.tool_calls[0].arguments == {"command": "ls"}  # the action's args without thought: no model arguments found

@@ -276,16 +276,22 @@ def _llm_facts(raw: dict, args: Any, action: str) -> tuple[list[ToolCall], str |
         if type(rid) is not str:
             rid = None
         model = mr.get("model")
-        for ch in mr.get("choices") or ():
+        choices = mr.get("choices")
+        # malformed members are passed over, never raised on: the fields are derived
+        # on first access, after the read, where an exception has no diagnostic to become
+        for ch in choices if type(choices) is list else ():
             msg = ch.get("message") if type(ch) is dict else None
             if type(msg) is not dict:
                 continue
             r = msg.get("reasoning_content")
             if type(r) is str and r.strip():
                 reasoning = r
-            for tc in msg.get("tool_calls") or ():
+            calls = msg.get("tool_calls")
+            for tc in calls if type(calls) is list else ():
                 if type(tc) is dict and tc.get("id") == call_id:
-                    fn = tc.get("function") or {}
+                    fn = tc.get("function")
+                    if type(fn) is not dict:
+                        fn = {}
                     arguments = fn.get("arguments")
                     name = fn.get("name") or name
     if type(arguments) is str:  # the model's own JSON text: decoded when someone reads it
