@@ -290,7 +290,6 @@ class _Builder:
     def message(self, slot: _Slot, index: int, parent_eid: str | None) -> None:
         m = slot.rec
         line = slot.lines[-1] if slot.lines else None
-        l0 = min((x for x in slot.lines if x is not None), default=None)
         ref_lines = (line, line) if line is not None else (None, None)
         branch = BRANCH_ABANDONED if slot.status == "rewound" else None
         if not isinstance(m, dict):

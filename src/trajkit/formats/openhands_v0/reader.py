@@ -48,7 +48,6 @@ from .layout import (  # the layouts and the sniff: the light part, which detect
     _SHARD_FILE,
     _has_files,
     locate,
-    sniff,
     views_present,
 )
 
