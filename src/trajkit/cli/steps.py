@@ -112,7 +112,10 @@ def draw_steps(table) -> None:
     from ..view.terminal import draw_steps_table, steps_table_parts
 
     if can_draw_plain(sys.stdout):
-        text = steps_table_text(*steps_table_parts(table), console_width=piped_width())
+        try:
+            text = steps_table_text(*steps_table_parts(table), console_width=piped_width())
+        except ImportError:  # a rich without the light helpers the plain layout borrows: rich draws it
+            text = None
         if text is not None:
             sys.stdout.write(text)
             sys.stdout.flush()
