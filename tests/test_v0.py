@@ -12,6 +12,7 @@ import pytest
 import trajkit
 from trajkit import registry
 from trajkit.formats.openhands_v0 import reader as v0
+from trajkit.formats.openhands_v0.layout import sniff  # the light part detection imports
 from trajkit.model import DetectionError, ReadOptions, StepCountMismatch
 from trajkit.reading.probe import Probe
 from trajkit.registry import steps_per_view
@@ -539,10 +540,10 @@ def test_lazy_line_ranges_pickle_and_compact_exports(tmp_path):
 def test_bare_file_sniff_needs_a_v0_head(tmp_path):
     other = tmp_path / "calls.json"
     other.write_text(json.dumps([{"turn": 0, "request": {"tools": [{"name": "x", "parameters": {"action": {}, "observation": {}}}]}}]))
-    assert isinstance(v0.sniff(Probe(), other, "*.json"), registry.Reject)
+    assert isinstance(sniff(Probe(), other, "*.json"), registry.Reject)
     bom = tmp_path / "bom.json"
     bom.write_bytes(b"\xef\xbb\xbf" + (FLAT / "basic.json").read_bytes())
-    assert isinstance(v0.sniff(Probe(), bom, "*.json"), registry.Match)
+    assert isinstance(sniff(Probe(), bom, "*.json"), registry.Match)
     s = trajkit.read(bom)
     assert s.view == "flat_export" and any(d.code == "json.nonstandard" for d in s.diagnostics)
 
