@@ -77,7 +77,7 @@ def discover() -> list[dict]:
 def _invoke(args: list[str]) -> tuple[int, str]:
     from click.testing import CliRunner
 
-    from trajkit.cli import main
+    from trajkit.cli.app import main
 
     try:
         runner = CliRunner(mix_stderr=False)

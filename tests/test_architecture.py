@@ -14,7 +14,7 @@ An import names the module it loads: ``from .a import b`` is an edge to
 ``a`` (and to ``a.b`` when that is a module); ``from . import b`` is an edge
 to the package's ``b`` module when there is one, else to the package
 itself. A string naming a trajkit module (``"trajkit.formats.openhands_v0:FORMAT"``
-in the registry, ``"trajkit.cli.steps:steps_cmd"`` in the CLI's lazy verbs)
+in the registry, ``"trajkit.cli.steps_cmd:steps_cmd"`` in the CLI's lazy verbs)
 is a function-level edge: it is imported by name with ``importlib`` on first
 use. The implicit import of a parent package (Python runs ``pkg/__init__``
 before ``pkg.mod``) is not an edge: it is how packages work, not a choice a
@@ -202,8 +202,8 @@ def test_the_graph_sees_every_package_and_the_known_edges():
     assert {"trajkit.spec.asf", "trajkit.spec.asf.context"} <= top
     _, lazy = GRAPH["trajkit.registry"]
     assert "trajkit.formats.openhands_v0" in lazy  # loaded by name (BUILTIN_FORMATS)
-    _, lazy = GRAPH["trajkit.cli"]
-    assert {"trajkit.cli.read", "trajkit.cli.steps", "trajkit.cli.rl"} <= lazy  # lazy verbs, by name
+    _, lazy = GRAPH["trajkit.cli.app"]
+    assert {"trajkit.cli.read", "trajkit.cli.steps_cmd", "trajkit.cli.rl"} <= lazy  # lazy verbs, by name
 
 
 def test_cycle_finder_finds_a_planted_cycle():

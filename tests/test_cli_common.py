@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from trajkit.cli import _common
@@ -39,8 +40,10 @@ def test_progress_columns_match_each_verb():
     assert out.file.getvalue() == ""
 
 
-def test_steps_on_a_v0_run_loads_no_rich_export_certify_or_turns(tmp_path):
-    # The verbs are lazy: reading steps as JSON must not pay for the other areas.
+@pytest.mark.parametrize("entry", ["trajkit.cli.app:main", "trajkit.cli:run"])
+def test_steps_on_a_v0_run_loads_no_rich_export_certify_or_turns(tmp_path, entry):
+    # The verbs are lazy: reading steps as JSON must not pay for the other areas,
+    # whether click parses the line (the group) or the console entry does.
     import subprocess
     import sys
     from pathlib import Path
@@ -49,9 +52,9 @@ def test_steps_on_a_v0_run_loads_no_rich_export_certify_or_turns(tmp_path):
     dump = tmp_path / "modules.txt"
     code = (
         "import sys\n"
-        "from trajkit.cli import main\n"
+        f"from {entry.partition(':')[0]} import {entry.partition(':')[2]} as entry\n"
         "try:\n"
-        f"    main(['steps', {str(trial)!r}, '--json'])\n"
+        f"    entry(['steps', {str(trial)!r}, '--json'])\n"
         "except SystemExit as e:\n"
         "    code = e.code\n"
         f"open({str(dump)!r}, 'w').write('\\n'.join(sorted(sys.modules)))\n"
@@ -68,3 +71,6 @@ def test_steps_on_a_v0_run_loads_no_rich_export_certify_or_turns(tmp_path):
                                                                 "trajkit.rl.turns", "trajkit.rl.proxy", "trajkit.rl.tokenize",
                                                                 "trajkit.cli.export", "trajkit.cli.certify", "trajkit.cli.rl"))]
     assert not heavy, heavy
+    if entry == "trajkit.cli:run":  # the console entry reads this line without click
+        assert not [m for m in loaded if m == "click" or m.startswith("click.")]
+        assert "trajkit.cli.steps_cmd" not in loaded and "trajkit.cli.app" not in loaded

@@ -9,7 +9,7 @@ import click
 import pytest
 
 from trajkit import registry
-from trajkit.cli import main
+from trajkit.cli.app import main
 
 from conftest import REPO
 

@@ -100,9 +100,9 @@ def test_loading_and_detecting_each_format_imports_no_reader_no_rich_no_click():
 
 _STEPS = r"""
 import json, sys
-from trajkit.cli import main
+from trajkit.cli import run
 try:
-    main(["steps", *sys.argv[1:], "--json"])
+    run(["steps", *sys.argv[1:], "--json"])
 except SystemExit as e:
     assert not e.code, e.code
 print()

@@ -150,7 +150,7 @@ def test_ls_marks_an_estimated_cost(tmp_path):
     from click.testing import CliRunner
 
     from trajkit import registry
-    from trajkit.cli import main
+    from trajkit.cli.app import main
     from trajkit.registry import Format, Reject
 
     run = tmp_path / "r1"

@@ -119,7 +119,7 @@ def test_discover_expands_a_container(container):
 
 
 def test_cli_steps_over_every_member(container):
-    from trajkit.cli import main
+    from trajkit.cli.app import main
 
     path, rows = container
     r = CliRunner().invoke(main, ["steps", str(path), "--json"])

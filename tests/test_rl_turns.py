@@ -383,9 +383,9 @@ def test_core_install_reads_and_derives_captured_turns(tok, tmp_path):
     assert r.returncode == 0, r.stderr
     steps, prompts, trained = json.loads(r.stdout)
     assert steps == 2 and prompts == ex["prompt_ids"] and trained == 2
-    r = _core_only("from trajkit.cli import main; main()", "turns", str(FIX / "rollout_dir"), "--tokenizer", str(FIX / "rollout_dir"))
+    r = _core_only("from trajkit.cli.app import main; main()", "turns", str(FIX / "rollout_dir"), "--tokenizer", str(FIX / "rollout_dir"))
     assert r.returncode == 2 and "rl extra" in r.stderr
-    r = _core_only("from trajkit.cli import main; main()", "proxy", "--upstream", "http://127.0.0.1:1", "--out", str(tmp_path / "p"))
+    r = _core_only("from trajkit.cli.app import main; main()", "proxy", "--upstream", "http://127.0.0.1:1", "--out", str(tmp_path / "p"))
     assert r.returncode == 2 and "proxy extra" in r.stderr
 
 

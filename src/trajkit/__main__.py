@@ -1,5 +1,5 @@
 """``python -m trajkit``: the trajkit command line."""
 
-from .cli import main
+from .cli import run
 
-main()
+run()

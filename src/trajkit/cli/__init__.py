@@ -1,21 +1,30 @@
 """The ``trajkit`` command line: one verb per library function.
 
-The verbs live in one module per area and are listed in
-:data:`LAZY_COMMANDS`; each module is imported only when one of its verbs is
-used, so ``trajkit --help`` stays fast and ``trajkit steps`` never loads the
-export, certify or RL code:
+The verbs live in one module per area, listed in
+:data:`trajkit.cli.app.LAZY_COMMANDS`; each module is imported only when one
+of its verbs is used, so ``trajkit --help`` stays fast and ``trajkit steps``
+never loads the export, certify or RL code:
 
 - :mod:`.read` — ``detect``, ``show``, ``normalize``, ``ls``, ``context``;
-- :mod:`.steps` — ``steps``;
+- :mod:`.steps` — ``steps`` (its click declaration: :mod:`.steps_cmd`);
 - :mod:`.export` — ``convert``, ``verify``;
 - :mod:`.certify` — ``certify``, ``fcr``;
 - :mod:`.rl` — ``turns``, ``proxy``;
 - :mod:`.view` — ``view`` (HTML pages);
 - :mod:`.corpus` — ``index`` (Parquet tables), ``query`` (SQL over them).
 
-What they share (options, JSON output, :func:`~._common.fail`, rich consoles
-and progress bars) is in :mod:`._common`; no verb module imports from this
-package's ``__init__``.
+The click group is :data:`trajkit.cli.app.main`. The console entry,
+:func:`run` (``trajkit`` and ``python -m trajkit``), hands it every command
+line but one: a ``trajkit steps`` line that the verb's own small parser
+(:func:`trajkit.cli.steps.parse`) reads exactly as click would runs without
+importing click, whose import costs about as much as reading a small run.
+Anything that parser is not sure of (``--help``, an unknown or repeated
+option, a value click would refuse) goes to click, so usage, help and error
+messages are click's own.
+
+What the verbs share (JSON output, :func:`~._common.fail`, rich consoles and
+progress bars) is in :mod:`._common`, their shared click options in
+:mod:`._options`; no verb module imports from this package's ``__init__``.
 
 Exit codes, for every verb (:data:`EXIT_OK`, :data:`EXIT_CHECK_FAILED`,
 :data:`EXIT_CANNOT_RUN`): 0 done; 1 done but a check failed (a step-count
@@ -25,54 +34,22 @@ path, ambiguous format).
 
 from __future__ import annotations
 
-import importlib
+import sys
 
-import click
-
-from .. import __version__
 from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, EXIT_OK
 
-#: verb -> "module:attribute" of a click command, imported on first use.
-LAZY_COMMANDS: dict[str, str] = {
-    "detect": "trajkit.cli.read:detect_cmd",
-    "steps": "trajkit.cli.steps:steps_cmd",
-    "show": "trajkit.cli.read:show_cmd",
-    "normalize": "trajkit.cli.read:normalize_cmd",
-    "ls": "trajkit.cli.read:ls_cmd",
-    "context": "trajkit.cli.read:context_cmd",
-    "verify": "trajkit.cli.export:verify_cmd",
-    "convert": "trajkit.cli.export:convert_cmd",
-    "certify": "trajkit.cli.certify:certify_cmd",
-    "fcr": "trajkit.cli.certify:fcr_cmd",
-    "turns": "trajkit.cli.rl:turns_cmd",
-    "proxy": "trajkit.cli.rl:proxy_cmd",
-    "view": "trajkit.cli.view:view_cmd",
-    "index": "trajkit.cli.corpus:index_cmd",
-    "query": "trajkit.cli.corpus:query_cmd",
-}
-
-__all__ = ["EXIT_CANNOT_RUN", "EXIT_CHECK_FAILED", "EXIT_OK", "LAZY_COMMANDS", "main"]
+__all__ = ["EXIT_CANNOT_RUN", "EXIT_CHECK_FAILED", "EXIT_OK", "run"]
 
 
-class LazyGroup(click.Group):
-    """A click group whose verbs are imported on first use."""
+def run(argv: list[str] | None = None) -> None:
+    """The ``trajkit`` process: ``argv`` (default ``sys.argv[1:]``) through
+    the click group, or a ``steps`` line through the verb's own parser when
+    it is sure to read it as click does. Exits like click's standalone mode."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["steps"]:
+        from .steps import run_parsed
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(LAZY_COMMANDS))
+        run_parsed(args[1:])  # returns only when click must parse this line
+    from .app import main
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        cmd = super().get_command(ctx, name)
-        if cmd is not None or name not in LAZY_COMMANDS:
-            return cmd
-        mod, _, attr = LAZY_COMMANDS[name].partition(":")
-        return getattr(importlib.import_module(mod), attr)
-
-
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="trajkit")
-def main() -> None:
-    """Read, step through, export, certify and train from coding-agent runs."""
-
-
-def run() -> None:  # pragma: no cover - console entry
-    main()
+    main(argv)

@@ -1,17 +1,20 @@
-"""What every verb shares: exit codes, common options, JSON output, failing
-with a message, loading a session, printing diagnostics, and the one place
-where the rich Console and Progress bars are built.
+"""What every verb shares: exit codes, JSON output, failing with a message,
+loading a session, printing diagnostics, and the one place where the rich
+Console and Progress bars are built (the shared click options are in
+:mod:`._options`).
 
-rich is imported only inside :func:`console` and :func:`progress`, on first
-use, so a verb that prints no table or bar never loads it.
+Neither rich nor click is imported here at module level: rich only inside
+:func:`console` and :func:`progress`, on first use, so a verb that prints no
+table or bar never loads it; click only where :func:`echo` cannot write what
+``click.echo`` would write (a stream without a proper encoding), so the
+``trajkit steps`` process the console entry parses by hand
+(:func:`trajkit.cli.run`) never loads click.
 """
 
 from __future__ import annotations
 
 import sys
 from typing import Any
-
-import click
 
 from ..model import DetectionError, ReadOptions, Session, TrajkitError
 
@@ -23,34 +26,36 @@ EXIT_CHECK_FAILED = 1
 EXIT_CANNOT_RUN = 2
 
 
-def size_option(f):
-    return click.option(
-        "--max-file-bytes",
-        type=int,
-        default=1 << 30,
-        show_default=True,
-        help="Files larger than this are reported, not read.",
-    )(f)
+def echo(line: str, err: bool = False) -> None:
+    """``click.echo(line, err=err)`` for a line of printable text
+    (:func:`~trajkit.view.safe.printable`: no escape sequence for click to
+    strip): written and flushed as click writes it. A stream click would
+    re-wrap (no encoding or errors, or ASCII: see ``click._compat``) goes
+    through click itself."""
+    stream = sys.stderr if err else sys.stdout
+    if stream is None:
+        return
+    if not _proper_text_stream(stream):
+        import click
+
+        click.echo(line, err=err)
+        return
+    stream.write(line + "\n")
+    stream.flush()
 
 
-class FormatOption(click.Option):
-    """``--format``, whose help lists the known formats (entry-point names,
-    looked up only when the help is shown; no format module is imported)."""
+def _proper_text_stream(stream: Any) -> bool:
+    """Whether click writes to ``stream`` as it is: a text stream with an
+    encoding and an error handler, the encoding not ASCII."""
+    import codecs
 
-    def get_help_record(self, ctx: click.Context):
-        from ..registry import format_names
-
-        self.help = f"Read as this format instead of detecting it: {', '.join(format_names())}."
-        return super().get_help_record(ctx)
-
-
-def format_option(f):
-    return click.option("--format", "format_name", cls=FormatOption, default=None, metavar="NAME",
-                        help="Read as this format instead of detecting it.")(f)
-
-
-def tz_option(f):
-    return click.option("--tz", default=None, help="IANA zone for formats that write naive local timestamps (e.g. Europe/Paris).")(f)
+    encoding, errors = getattr(stream, "encoding", None), getattr(stream, "errors", None)
+    if not encoding or errors is None or not hasattr(stream, "buffer"):
+        return False
+    try:
+        return codecs.lookup(encoding).name != "ascii"
+    except LookupError:
+        return True
 
 
 def echo_json(obj: Any, indent: bool = True) -> None:
@@ -65,14 +70,8 @@ def fail(message: str, code: int = EXIT_CANNOT_RUN) -> None:
     """Print an error to stderr (control characters escaped) and exit with ``code``."""
     from ..view.safe import printable
 
-    click.echo(f"trajkit: {printable(message)}", err=True)
+    echo(f"trajkit: {printable(message)}", err=True)
     sys.exit(code)
-
-
-def member_option(f):
-    return click.option("--member", "--instance", "member", default=None, metavar="ID",
-                        help="In a file holding many sessions (e.g. an evaluation output.jsonl): the one to use "
-                             "(the same as PATH#ID). Without it, every session in turn.")(f)
 
 
 def _address(path: str, member: str | None) -> str:
@@ -148,7 +147,7 @@ def print_diagnostics(session: Session, min_severity: str = "info") -> None:
     for s in session.walk():
         for d in s.diagnostics:
             if order.get(d.severity, 0) >= order[min_severity]:
-                click.echo(printable(str(d)), err=True)
+                echo(printable(str(d)), err=True)
 
 
 def console(stderr: bool = False, **options: Any):
@@ -266,6 +265,8 @@ def warn_secrets(found: list[dict[str, Any]], limit: int = 10) -> None:
     """``secret.detected`` warnings on stderr: kind and place, never the value."""
     if not found:
         return
+    import click  # the places are file paths as written: click strips what it strips
+
     kinds: dict[str, int] = {}
     for f in found:
         kinds[f["kind"]] = kinds.get(f["kind"], 0) + 1
@@ -282,13 +283,3 @@ def warn_secrets(found: list[dict[str, Any]], limit: int = 10) -> None:
         click.echo(f"  warning[secret.detected] {f['kind']} in {', '.join(map(str, where))}", err=True)
     if len(found) > limit:
         click.echo(f"  … and {len(found) - limit} more", err=True)
-
-
-def redaction_options(f):
-    """--redact-secrets, --redact-secret VALUE, --redact-home."""
-    f = click.option("--redact-home", is_flag=True, help="Replace home directories (/home/<user>, /Users/<user>, /root) with ~.")(f)
-    f = click.option("--redact-secret", "secrets", multiple=True, help="Replace this value with [REDACTED] everywhere (repeatable).")(f)
-    f = click.option("--redact-secrets", is_flag=True,
-                     help="Replace credentials found by pattern (API keys, tokens, Bearer values, private keys) "
-                          "with [REDACTED:<kind>]. Without it they are only reported (secret.detected).")(f)
-    return f

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from ._common import (EXIT_CHECK_FAILED, EXIT_OK, LiveProgress, echo_json, fail, format_option, member_option, out_console,
-                      session_addresses, size_option)
+from ._common import EXIT_CHECK_FAILED, EXIT_OK, LiveProgress, echo_json, fail, out_console, session_addresses
+from ._options import format_option, member_option, size_option
 
 _STATE_STYLE = {
     "Succeeded": "bold green",

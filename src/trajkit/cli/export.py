@@ -17,12 +17,10 @@ from ._common import (
     LiveProgress,
     echo_json,
     fail,
-    format_option,
     load_session,
-    member_option,
-    redaction_options,
     warn_secrets,
 )
+from ._options import format_option, member_option, redaction_options
 
 
 @click.command("verify")

@@ -24,17 +24,13 @@ from ._common import (
     console,
     echo_json,
     fail,
-    format_option,
     load_session,
-    member_option,
     out_console,
     session_addresses,
     progress as _progress,
-    redaction_options,
-    size_option,
-    tz_option,
     warn_secrets,
 )
+from ._options import format_option, member_option, redaction_options, size_option, tz_option
 
 
 # ---------------------------------------------------------------- detect

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, format_option, out_console, size_option
+from ._common import EXIT_CANNOT_RUN, EXIT_CHECK_FAILED, console, echo_json, fail, out_console
+from ._options import format_option, size_option
 from ._common import progress as progress_bar
 
 

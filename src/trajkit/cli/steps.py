@@ -1,53 +1,174 @@
 """``trajkit steps``: the steps of a run at benchmark granularity, as a
 table, one JSON document or JSON lines.
 
-In a module of its own (see :data:`trajkit.cli.LAZY_COMMANDS`): a
-``trajkit steps`` process defines only this verb, and on a pipe draws the
-table without rich's console (:func:`draw_steps`)."""
+The verb without click: its body (:func:`steps`), a parser for its command
+line (:func:`parse`) and :func:`run_parsed`, which the console entry
+(:func:`trajkit.cli.run`) calls for a ``trajkit steps`` line. Its click
+declaration (options, help) is :mod:`.steps_cmd`, whose callback is
+:func:`steps`. :func:`parse` reads only what it is sure click reads the same
+way (the value types of :data:`VALUE_OPTIONS`, the flags of
+:data:`FLAG_OPTIONS`, one PATH); anything else returns None and click
+parses the line, so help, usage and error messages stay click's.
+
+On a pipe the table is drawn without rich's console (:func:`draw_steps`)."""
 
 from __future__ import annotations
 
+import os
 import sys
-
-import click
+from typing import Any
 
 from ..model import ReadOptions, TrajkitError
 from ..view.safe import printable
 from ._common import (
     EXIT_CHECK_FAILED,
     ctb_labels,
+    echo,
     echo_json,
     fail,
-    format_option,
     load_session,
-    member_option,
     out_console,
     piped_width,
     print_diagnostics,
     session_addresses,
-    size_option,
-    tz_option,
 )
 
+#: The options :func:`parse` reads that take a value: name -> (parameter, type).
+#: ``tests/test_cli_steps_parse.py`` checks them against :mod:`.steps_cmd`.
+VALUE_OPTIONS: dict[str, tuple[str, type]] = {
+    "--format": ("format_name", str),
+    "--member": ("member", str),
+    "--instance": ("member", str),
+    "--tz": ("tz", str),
+    "--max-file-bytes": ("max_file_bytes", int),
+    "--view": ("view", str),
+    "--expect-steps": ("expect_steps", int),
+    "--ctb-id": ("ctb_id", str),
+}
 
-@click.command("steps")
-@click.argument("path", type=click.Path(exists=False))
-@format_option
-@member_option
-@tz_option
-@size_option
-@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
-@click.option("--json", "as_json", is_flag=True, help="One JSON document: task, view, steps, diagnostics (for a file of many sessions: {\"path\", \"sessions\": [...]}).")
-@click.option("--jsonl", "as_jsonl", is_flag=True, help="A header line, then one line per step (per session, one after the other).")
-@click.option("--expect-steps", type=int, default=None, help="Exit 1 unless the run (every session, in a file of many) has exactly N steps.")
-@click.option("--ctb-row", type=click.Path(exists=True), default=None, help="A CodeTraceBench manifest row (JSON, JSONL or Parquet): check step_count and attach labels.")
-@click.option("--ctb-id", default=None, help="With a multi-row manifest: the traj_id / trial_name to use.")
-@click.option("--all-views", is_flag=True, help="Report the step count under every view present.")
-def steps_cmd(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl, expect_steps, ctb_row, ctb_id, all_views):
-    """List the steps of the run at PATH, counted as the benchmark counts them.
+#: The flags :func:`parse` reads: name -> parameter.
+FLAG_OPTIONS: dict[str, str] = {"--json": "as_json", "--jsonl": "as_jsonl", "--all-views": "all_views"}
 
-    PATH may be a file holding many sessions (an evaluation output.jsonl):
-    each one is listed in turn; name one as PATH#ID or with --member ID."""
+#: Every parameter of :func:`steps` with its default (the click command's defaults).
+DEFAULTS: dict[str, Any] = {
+    "format_name": None, "member": None, "tz": None, "max_file_bytes": 1 << 30, "view": None, "as_json": False,
+    "as_jsonl": False, "expect_steps": None, "ctb_row": None, "ctb_id": None, "all_views": False,
+}
+
+
+def parse(args: list[str]) -> dict[str, Any] | None:
+    """The parameters of :func:`steps` for the command line ``args`` (after
+    ``steps``), or None unless click would accept the line with these very
+    values. Stricter than click on purpose: no option named twice, no value
+    that starts with ``-`` or is empty, no ``--``, no option it does not
+    list (``--ctb-row``, whose path click checks, and ``--help`` go to
+    click), one PATH that click's ``Path(exists=False)`` accepts as it is."""
+    params: dict[str, Any] = {"path": None}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg.startswith("-"):
+            name, eq, value = arg.partition("=")
+            if name in VALUE_OPTIONS:
+                if not eq:
+                    if i == len(args):
+                        return None
+                    value = args[i]
+                    i += 1
+                if not value or value.startswith("-"):
+                    return None
+                dest, kind = VALUE_OPTIONS[name]
+                if kind is int:
+                    try:
+                        value = int(value)  # what click's INT does with the text
+                    except ValueError:
+                        return None
+            elif name in FLAG_OPTIONS and not eq:
+                dest, value = FLAG_OPTIONS[name], True
+            else:
+                return None
+            if dest in params:
+                return None
+            params[dest] = value
+        elif params["path"] is None:
+            params["path"] = arg
+        else:
+            return None
+    path = params["path"]
+    if path is None or not path:
+        return None
+    try:
+        os.stat(path)
+    except OSError:
+        pass
+    except ValueError:
+        return None
+    else:
+        if not os.access(path, os.R_OK):  # click.Path(readable=True) refuses it
+            return None
+    return {**DEFAULTS, **params}
+
+
+def run_parsed(args: list[str]) -> None:
+    """Run ``trajkit steps ARGS`` and exit as click's standalone mode exits,
+    when :func:`parse` reads ``args``; return (for click) when it does not,
+    or when the shell asks for completion (click answers that)."""
+    if any(k.startswith("_") and k.endswith("_COMPLETE") and v for k, v in os.environ.items()):
+        return
+    params = parse(args)
+    if params is None:
+        return
+    # what click.BaseCommand.main does around the command: ^C and EOF print
+    # "Aborted!" and exit 1; a closed pipe exits 1 quietly
+    exit_code = 1
+    try:
+        aborted = False
+        try:
+            steps(**params)
+            exit_code = 0
+        except (EOFError, KeyboardInterrupt):
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            aborted = True
+        except OSError as e:
+            import errno
+
+            if e.errno != errno.EPIPE:
+                raise
+            sys.stdout = _QuietFlush(sys.stdout)  # type: ignore[assignment]
+            sys.stderr = _QuietFlush(sys.stderr)  # type: ignore[assignment]
+        if aborted:
+            sys.stderr.write("Aborted!\n")
+            sys.stderr.flush()
+        sys.exit(exit_code)
+    except (EOFError, KeyboardInterrupt):
+        sys.exit(exit_code)
+
+
+class _QuietFlush:
+    """A stream whose ``flush`` ignores a closed pipe (click's wrapper after
+    EPIPE), so the interpreter's last flush at exit prints nothing."""
+
+    def __init__(self, wrapped: Any) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError as e:
+            import errno
+
+            if e.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.wrapped, attr)
+
+
+def steps(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl, expect_steps, ctb_row, ctb_id,
+          all_views) -> None:
+    """``trajkit steps PATH [options]``: see :mod:`.steps_cmd` for each option."""
     from .. import steps as steps_mod
 
     addresses = session_addresses(path, format_name, max_file_bytes, member)
@@ -84,7 +205,7 @@ def steps_cmd(path, format_name, member, tz, max_file_bytes, view, as_json, as_j
             from ..view.terminal import steps_table
 
             if many:
-                click.echo(printable(f"== {address}"))
+                echo(printable(f"== {address}"))
             draw_steps(steps_table(session, per_view))
             print_diagnostics(session, "warning")
         expected = expect_steps
@@ -98,7 +219,7 @@ def steps_cmd(path, format_name, member, tz, max_file_bytes, view, as_json, as_j
     if as_json:
         echo_json({"path": path, "sessions": docs} if many else docs[0])
     for m in mismatches:
-        click.echo(printable(f"trajkit: {m}"), err=True)
+        echo(printable(f"trajkit: {m}"), err=True)
     if mismatches:
         sys.exit(EXIT_CHECK_FAILED)
 

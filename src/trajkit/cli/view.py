@@ -12,7 +12,8 @@ from typing import Any
 import click
 
 from ..model import ReadOptions, TrajkitError
-from ._common import EXIT_CHECK_FAILED, ctb_labels, echo_json, fail, format_option, load_session, size_option, tz_option
+from ._common import EXIT_CHECK_FAILED, ctb_labels, echo_json, fail, load_session
+from ._options import format_option, size_option, tz_option
 
 
 def _read(path: str, format_name: str | None, max_file_bytes: int, view: str | None, tz: str | None):
