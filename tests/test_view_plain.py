@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from trajkit.registry import formats, read
-from trajkit.view.plain import can_draw_plain, steps_table_text
+from trajkit.view.plain import can_draw_plain, session_steps_parts, steps_table_text
 from trajkit.view.terminal import draw_steps_table, draw_table, steps_table_parts
 from trajkit.view.transcript import steps_table
 
@@ -47,18 +47,19 @@ def _runs() -> list[Path]:
     return runs
 
 
-def _tables():
+def _sessions():
     out = []
     for run in _runs():
         try:
             session = read(run)
         except Exception:  # not one run (a container of several, a folder of notes): not a table to draw
             continue
-        out.append((run, steps_table(session)))
+        out.append((run, session))
     return out
 
 
-_TABLES = _tables()
+_SESSIONS = _sessions()
+_TABLES = [(run, steps_table(session)) for run, session in _SESSIONS]
 
 
 def test_runs_were_found():
@@ -119,6 +120,29 @@ def test_random_tables_draw_as_rich_draws_them(seed):
     assert drawn >= 5  # most random tables are drawn, not declined
 
 
+@pytest.mark.parametrize("width", (40, 80, 200))
+def test_the_parts_taken_from_a_session_are_the_parts_of_its_steps_table(width):
+    """A piped ``trajkit steps`` takes the table's texts straight from the
+    session (no presentation tree): the same texts as the tree's, with and
+    without a per-view report, with and without labels."""
+    import copy
+
+    views = {"events": {"step_count": 4, "present": True}, "flat_export": 3, "cache": None}
+    labelled = 0
+    for run, session in _SESSIONS:
+        for v in (None, {}, views):
+            assert session_steps_parts(session, v, width) == steps_table_parts(steps_table(session, v), width), run
+        if session.steps:
+            tagged = copy.deepcopy(session)
+            for i, st in enumerate(tagged.steps[:3]):
+                st.labels = [[f"stage-{i}"], ["stage-1", "x\x1b[31m"], []][i]
+            parts = session_steps_parts(tagged, views, width)
+            assert parts == steps_table_parts(steps_table(tagged, views), width), run
+            assert parts[1][-1][0] == "labels"
+            labelled += 1
+    assert labelled >= 10
+
+
 def test_declines_what_it_does_not_lay_out():
     columns = [("#", "right", "ellipsis", None), ("text", "left", "fold", 80)]
     assert steps_table_text([], columns, [["1", "x\u2028y"]], 80) is None  # a line break only splitlines sees
@@ -166,5 +190,11 @@ def test_cli_table_on_a_pipe_imports_no_rich_console():
     assert p.returncode == 0, p.stderr
     loaded = eval(p.stderr.strip().splitlines()[-1])
     assert "rich.console" not in loaded and "rich.table" not in loaded
+    # nor the presentation tree: the texts come straight from the session
+    code = code.replace("m.startswith('rich')", "m.startswith(('rich', 'trajkit.view'))")
+    p2 = subprocess.run([sys.executable, "-c", code, str(run)], capture_output=True, text=True, cwd=REPO,
+                        env={"PATH": "", "PYTHONPATH": str(REPO / "src"), "COLUMNS": "80", "PYTHONDONTWRITEBYTECODE": "1"})
+    views = [m for m in eval(p2.stderr.strip().splitlines()[-1]) if m.startswith("trajkit.view")]
+    assert sorted(views) == ["trajkit.view", "trajkit.view.plain", "trajkit.view.safe"], views
     expected = _rich(lambda con: draw_steps_table(steps_table(read(run)), console=con), 80)
     assert p.stdout == expected

@@ -202,11 +202,9 @@ def steps(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl
                 out.write(dumps(s.to_dict()) + b"\n")
             out.flush()
         else:
-            from ..view.terminal import steps_table
-
             if many:
                 echo(printable(f"== {address}"))
-            draw_steps(steps_table(session, per_view))
+            draw_steps(session, per_view)
             print_diagnostics(session, "warning")
         expected = expect_steps
         if row is not None and expected is None:
@@ -224,21 +222,23 @@ def steps(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl
         sys.exit(EXIT_CHECK_FAILED)
 
 
-def draw_steps(table) -> None:
-    """The steps table on stdout: on a pipe or a file, the text rich would
-    draw there, laid out without importing rich's console
-    (:mod:`trajkit.view.plain`); on a terminal, or where that module cannot
-    be sure of rich's bytes, drawn by rich."""
-    from ..view.plain import can_draw_plain, steps_table_text
-    from ..view.terminal import draw_steps_table, steps_table_parts
+def draw_steps(session, per_view: dict[str, Any] | None) -> None:
+    """The steps table of ``session`` on stdout: on a pipe or a file, the
+    text rich would draw there, laid out without importing rich's console
+    or building the presentation tree (:mod:`trajkit.view.plain`); on a
+    terminal, or where that module cannot be sure of rich's bytes, drawn by
+    rich (:func:`trajkit.view.terminal.draw_steps_table`)."""
+    from ..view.plain import can_draw_plain, session_steps_parts, steps_table_text
 
     if can_draw_plain(sys.stdout):
         try:
-            text = steps_table_text(*steps_table_parts(table), console_width=piped_width())
+            text = steps_table_text(*session_steps_parts(session, per_view), console_width=piped_width())
         except ImportError:  # a rich without the light helpers the plain layout borrows: rich draws it
             text = None
         if text is not None:
             sys.stdout.write(text)
             sys.stdout.flush()
             return
-    draw_steps_table(table, console=out_console())
+    from ..view.terminal import draw_steps_table, steps_table
+
+    draw_steps_table(steps_table(session, per_view), console=out_console())

@@ -12,6 +12,12 @@ cropping are rich's own light helpers (``rich.cells``, ``rich._wrap``,
 ``rich.box``), so wide and zero-width characters measure as rich measures
 them.
 
+What the table shows (:func:`steps_parts`) is taken here too, for rich's
+drawing as for this one, and :func:`session_steps_parts` takes it straight
+from a session, so a piped ``trajkit steps`` does not build the presentation
+tree (:mod:`trajkit.view.transcript`, whose dataclasses alone cost more to
+define than reading a small run).
+
 It answers only where it is sure to match: :func:`can_draw_plain` says no
 on a terminal, when an environment variable would make rich style the output
 (``FORCE_COLOR``, ``TTY_COMPATIBLE``), for a non-UTF-8 stream (rich then
@@ -25,9 +31,12 @@ tables, at many widths.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .safe import printable
+
+if TYPE_CHECKING:
+    from ..model import Session
 
 #: Characters whose layout this module does not reproduce (``str.splitlines``,
 #: which rich measures with, and rich's wrapping disagree on these breaks).
@@ -46,6 +55,91 @@ def can_draw_plain(stream: Any, environ: Any = None) -> bool:
         return False
     encoding = (getattr(stream, "encoding", "utf-8") or "utf-8").lower()
     return encoding.startswith("utf")
+
+
+# ---------------------------------------------------------------- what the table shows
+
+
+def cut(text: str | None, width: int) -> str:
+    """``text`` cut to ``width`` characters (the last one an ellipsis); "" for None."""
+    if text is None:
+        return ""
+    if width and len(text) > width:
+        return text[: width - 1] + "…"
+    return text
+
+
+def _one_line(text: str | None, width: int) -> str:
+    return cut((text or "").replace("\r", "").replace("\n", "⏎ "), width)
+
+
+def _short_id(event_id: Any) -> str:
+    """An event id short enough for a table column (uuids cut to 8 characters)."""
+    text = str(event_id)
+    return text[:8] if len(text) > 12 else text
+
+
+def steps_parts(header: Any, steps: Sequence[Any], labelled: bool,
+                width: int = 80) -> tuple[list[str], list[tuple[str, str, str, int | None]], list[list[str]]]:
+    """What the ``trajkit steps`` table shows, as printable texts: the lines
+    above the table (task, view, step count), the columns as ``(header,
+    justify, overflow, max_width)``, and the rows. ``header`` has the
+    attributes of a :class:`~trajkit.view.transcript.Header` the lines show
+    (``format``, ``source_path``, ``id``, ``view``, ``step_count``,
+    ``event_count``, ``task``, ``task_source``, ``views`` as view -> step
+    count); ``steps`` those of a step the rows show (``step_id``,
+    ``tool_type``, ``action``, ``observation``, ``action_event_id``,
+    ``observation_event_id``, ``labels``): a
+    :class:`~trajkit.view.transcript.StepNode` or the
+    :class:`~trajkit.model.Step` it copies. ``labelled`` adds the labels
+    column."""
+    h = header
+    lines = [f"{h.format} {h.source_path}"]
+    if h.id:
+        lines.append(f"session {h.id}")
+    lines.append(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}")
+    if h.task:
+        lines.append(f"task ({h.task_source}): {_one_line(h.task, 200)}")
+    if h.views:
+        lines.append("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items()))
+    columns: list[tuple[str, str, str, int | None]] = [
+        ("#", "right", "ellipsis", None), ("tool", "left", "ellipsis", None), ("action", "left", "fold", width),
+        ("observation", "left", "fold", width // 2), ("events", "left", "ellipsis", None),
+    ]
+    if labelled:
+        columns.append(("labels", "left", "ellipsis", None))
+    rows = []
+    for s in steps:
+        row = [str(s.step_id), s.tool_type, _one_line(s.action, width), _one_line(s.observation, width // 2),
+               f"{_short_id(s.action_event_id)}→{_short_id(s.observation_event_id)}"]
+        if labelled:
+            row.append(",".join(s.labels))
+        rows.append([printable(cell) for cell in row])
+    return [printable(x) for x in lines], columns, rows
+
+
+class _SessionHeader:
+    """The facts of a session the steps table's lines show, as
+    :func:`trajkit.view.transcript.steps_table` puts them in its header."""
+
+    __slots__ = ("format", "source_path", "id", "view", "step_count", "event_count", "task", "task_source", "views")
+
+    def __init__(self, session: "Session", views: dict[str, Any] | None) -> None:
+        self.format, self.source_path, self.id, self.view = session.format, session.source_path, session.id, session.view
+        self.step_count, self.event_count = len(session.steps), len(session.events)
+        self.task, self.task_source = session.task, session.task_source
+        self.views = None if views is None else {
+            name: (v.get("step_count") if isinstance(v, dict) else v) for name, v in views.items()}
+
+
+def session_steps_parts(session: "Session", views: dict[str, Any] | None = None,
+                        width: int = 80) -> tuple[list[str], list[tuple[str, str, str, int | None]], list[list[str]]]:
+    """:func:`steps_parts` of ``session`` (and ``views``, the per-view report
+    of :func:`trajkit.registry.steps_per_view`, when measured): the texts of
+    ``steps_table_parts(steps_table(session, views))`` straight from the
+    session, without the presentation tree, whose dataclasses cost more to
+    define than a small run costs to read (a piped ``trajkit steps``)."""
+    return steps_parts(_SessionHeader(session, views), session.steps, any(s.labels for s in session.steps), width)
 
 
 # ---------------------------------------------------------------- rich's measures

@@ -20,6 +20,7 @@ import sys
 from typing import Any
 
 from ..model import Session
+from .plain import cut, steps_parts
 from .safe import printable
 from .transcript import StepsTable, Transcript, steps_table, transcript
 
@@ -45,27 +46,9 @@ def _text(*parts: Any):
     return Text.assemble(*(printable(p) if isinstance(p, str) else (printable(p[0]), *p[1:]) for p in parts))
 
 
-def _cut(text: str | None, width: int) -> str:
-    if text is None:
-        return ""
-    if width and len(text) > width:
-        return text[: width - 1] + "…"
-    return text
-
-
 def _block(text: str | None, width: int, indent: str) -> str:
     """``text`` cut to ``width`` characters, every line indented by ``indent``."""
-    return "\n".join(indent + line for line in _cut(text, width).splitlines() or [""])
-
-
-def _one_line(text: str | None, width: int) -> str:
-    return _cut((text or "").replace("\r", "").replace("\n", "⏎ "), width)
-
-
-def _short_id(event_id: Any) -> str:
-    """An event id short enough for a table column (uuids cut to 8 characters)."""
-    text = str(event_id)
-    return text[:8] if len(text) > 12 else text
+    return "\n".join(indent + line for line in cut(text, width).splitlines() or [""])
 
 
 # ---------------------------------------------------------------- steps table
@@ -74,32 +57,11 @@ def _short_id(event_id: Any) -> str:
 def steps_table_parts(table: StepsTable, width: int = 80) -> tuple[list[str], list[tuple[str, str, str, int | None]], list[list[str]]]:
     """What the steps table shows, as printable texts: the lines above the
     table (task, view, step count), the columns as ``(header, justify,
-    overflow, max_width)``, and the rows. :func:`draw_steps_table` draws them
+    overflow, max_width)``, and the rows (:func:`~trajkit.view.plain.steps_parts`
+    of the table's header and steps). :func:`draw_steps_table` draws them
     with rich; :func:`~trajkit.view.plain.steps_table_text` draws the same
     bytes without rich's console, for a pipe."""
-    h = table.header
-    lines = [f"{h.format} {h.source_path}"]
-    if h.id:
-        lines.append(f"session {h.id}")
-    lines.append(f"view: {h.view or '-'}   steps: {h.step_count}   events: {h.event_count}")
-    if h.task:
-        lines.append(f"task ({h.task_source}): {_one_line(h.task, 200)}")
-    if h.views:
-        lines.append("views: " + ", ".join(f"{k}={v}" for k, v in h.views.items()))
-    columns: list[tuple[str, str, str, int | None]] = [
-        ("#", "right", "ellipsis", None), ("tool", "left", "ellipsis", None), ("action", "left", "fold", width),
-        ("observation", "left", "fold", width // 2), ("events", "left", "ellipsis", None),
-    ]
-    if table.labelled:
-        columns.append(("labels", "left", "ellipsis", None))
-    rows = []
-    for s in table.steps:
-        row = [str(s.step_id), s.tool_type, _one_line(s.action, width), _one_line(s.observation, width // 2),
-               f"{_short_id(s.action_event_id)}→{_short_id(s.observation_event_id)}"]
-        if table.labelled:
-            row.append(",".join(s.labels))
-        rows.append([printable(cell) for cell in row])
-    return [printable(x) for x in lines], columns, rows
+    return steps_parts(table.header, table.steps, table.labelled, width)
 
 
 def draw_steps_table(table: StepsTable, width: int = 80, console: Any = None) -> None:
@@ -173,7 +135,7 @@ def draw_transcript(tree: Transcript, width: int = 400, indent: str = "", consol
             if e.text:
                 con.print(_text(_block(e.text, width, indent + "  ")))
             for c in e.calls:
-                con.print(_text(f"{indent}  call {c.name}({_cut(str(c.arguments), width)})"))
+                con.print(_text(f"{indent}  call {c.name}({cut(str(c.arguments), width)})"))
     for s in tree.steps:
         for sub in s.sub_agents:
             said = f" (matched by {sub.method}: {sub.detail or ''})" if sub.method else ""
