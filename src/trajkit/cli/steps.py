@@ -19,7 +19,6 @@ import sys
 from typing import Any
 
 from ..model import ReadOptions, TrajkitError
-from ..view.safe import printable
 from ._common import (
     EXIT_CHECK_FAILED,
     ctb_labels,
@@ -203,6 +202,8 @@ def steps(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl
             out.flush()
         else:
             if many:
+                from ..view.safe import printable
+
                 echo(printable(f"== {address}"))
             draw_steps(session, per_view)
             print_diagnostics(session, "warning")
@@ -216,9 +217,11 @@ def steps(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl
                 mismatches.append(str(e))
     if as_json:
         echo_json({"path": path, "sessions": docs} if many else docs[0])
-    for m in mismatches:
-        echo(printable(f"trajkit: {m}"), err=True)
     if mismatches:
+        from ..view.safe import printable
+
+        for m in mismatches:
+            echo(printable(f"trajkit: {m}"), err=True)
         sys.exit(EXIT_CHECK_FAILED)
 
 
