@@ -23,15 +23,24 @@ into the source trees), filled by one warm-up round that is not counted.
 ``--no-bytecode-cache`` measures the environment as it is (``PYTHONDONTWRITEBYTECODE``
 honoured, no warm-up), for comparison.
 
+``--instructions`` also counts each command's instructions once under
+valgrind's callgrind (when installed): a count that does not move with the
+machine's load, so a change can be judged on a busy machine too (CPU time
+under load inflates every process, and the ratios with it). The verdict
+stays the CPU figures on a quiet machine.
+
     .venv/bin/python benchmarks/bench_startup.py --rounds 15
     .venv/bin/python benchmarks/bench_startup.py --rounds 15 --src /tmp/base/src
+    .venv/bin/python benchmarks/bench_startup.py --rounds 5 --instructions
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,6 +73,22 @@ def cpu_of(cmd: list[str], env: dict[str, str]) -> float:
     return (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
 
 
+def instructions_of(cmd: list[str], env: dict[str, str]) -> int:
+    """The instructions ``cmd`` executes (callgrind's total; the process
+    alone, as run under valgrind)."""
+    with tempfile.TemporaryDirectory(prefix="trajkit-bench-cg-") as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *cmd],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=REPO)
+        if p.returncode != 0:
+            raise SystemExit(f"valgrind {' '.join(cmd)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-500:]}")
+        with open(out) as f:
+            m = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+    if m is None:
+        raise SystemExit(f"no instruction total in callgrind's output for {' '.join(cmd)}")
+    return int(m.group(1))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=15)
@@ -72,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-bytecode-cache", action="store_true",
                     help="run in the environment as it is (with PYTHONDONTWRITEBYTECODE=1 every module is compiled "
                          "from source in every process), without the warm-up round")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count each command's instructions once under valgrind's callgrind (load-independent)")
     args = ap.parse_args(argv)
+    if args.instructions and shutil.which("valgrind") is None:
+        ap.error("--instructions needs valgrind (callgrind) on PATH")
     with tempfile.TemporaryDirectory(prefix="trajkit-bench-pyc-") as cache:
         return _run(args, None if args.no_bytecode_cache else cache)
 
@@ -97,6 +126,11 @@ def _run(args: argparse.Namespace, cache: str | None) -> int:
             for s, env in sets.items():
                 times[(s, c)].append(cpu_of(cmd, env))
         print(f"round {r + 1}/{args.rounds}", file=sys.stderr)
+    counts: dict[tuple[str, str], int] = {}
+    if args.instructions:
+        for c, cmd in cmds.items():
+            for s, env in sets.items():
+                counts[(s, c)] = instructions_of(cmd, env)
     load = os.getloadavg()[0]
     how = "bytecode cached (one warm-up round)" if cache is not None else "environment as it is, no warm-up"
     print(f"CPU ms per process (user+sys), {args.rounds} interleaved rounds, {how}, "
@@ -110,6 +144,11 @@ def _run(args: argparse.Namespace, cache: str | None) -> int:
             v = times[(s, c)]
             print(f"{c:22s} {min(v) * 1000:7.1f} {statistics.median(v) * 1000:7.1f}  "
                   f"{min(v) / bmin:9.2f} / {statistics.median(v) / bmed:4.2f}")
+        if counts:
+            ibase = counts[(s, "import trajkit")]
+            print(f"\n{'command':22s} {'instructions (M)':>17s}  {'x import':>8s}   (callgrind, one run each)")
+            for c in cmds:
+                print(f"{c:22s} {counts[(s, c)] / 1e6:17.1f}  {counts[(s, c)] / ibase:8.2f}")
     return 0
 
 
