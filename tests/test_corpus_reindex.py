@@ -1,7 +1,7 @@
 """Re-indexing with the discovery the index remembers (``DIR/_discovery.json``).
 
 An index remembers, per ROOT, the runs its last discovery found and a digest
-of the tree it walked (:func:`trajkit.corpus.discover.tree_digest`). When the
+of the tree it walked (:func:`trajkit.corpus.index.tree_digest`). When the
 digest is unchanged the runs are taken from there, without detecting again;
 any change under the ROOT (a run changed in place, added or removed) makes
 discovery walk again. The expected runs come from the files on disk, listed
@@ -20,10 +20,10 @@ import pytest
 
 import importlib
 
-from trajkit.corpus.discover import tree_digest
-from trajkit.corpus.index import DISCOVERY, build
+from trajkit.corpus.index import DISCOVERY, build, tree_digest
 
 discover_mod = importlib.import_module("trajkit.corpus.discover")  # the package re-exports the function under this name
+index_mod = importlib.import_module("trajkit.corpus.index")
 
 
 def _runs(out: Path) -> dict[str, int]:
@@ -46,7 +46,7 @@ def _age(root: Path, seconds: float = 3600.0) -> None:
 @pytest.fixture
 def tree(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     # ctimes cannot be set back, so the racy window is closed for these tests (it is tested on its own below)
-    monkeypatch.setattr(discover_mod, "RACY_SECONDS", 0.0)
+    monkeypatch.setattr(index_mod, "RACY_SECONDS", 0.0)
     root = tmp_path / "runs"
     for f in sorted((corpus / "openhands_v0" / "flat_exports").glob("*.json")):
         (root / "flat").mkdir(parents=True, exist_ok=True)
@@ -121,10 +121,47 @@ def test_changed_added_and_removed_runs_are_each_picked_up(tree: Path, tmp_path:
     assert [e["tree"] for e in doc["roots"].values()] == [tree_digest(tree)]
 
 
+def test_renamed_runs_are_picked_up(tree: Path, tmp_path: Path):
+    # a rename keeps the inode, size and mtime: only the name tells
+    out = tmp_path / "idx"
+    build([str(tree)], out, engine="serial", batch_size=1)
+    before = tree_digest(tree)
+    os.rename(tree / "flat" / "basic.json", tree / "flat" / "renamed.json")
+    conv = sorted(p for p in (tree / "sdk").iterdir() if p.is_dir())[0]
+    os.rename(conv, tree / "sdk" / "renamed-conversation")
+    assert tree_digest(tree) != before
+    r = build([str(tree)], out, engine="serial", batch_size=1)
+    assert r.found == 7 and r.indexed == 2
+    assert set(_runs(out)) == _expected(tree)
+    assert {"runs/flat/renamed.json", "runs/sdk/renamed-conversation"} <= set(_runs(out))
+
+
+def test_a_rewrite_keeping_size_and_mtime_changes_the_digest(tree: Path):
+    # same size, mtime set back: the ctime (and, for a file replaced, the inode) still tell
+    f = tree / "flat" / "basic.json"
+    st = f.stat()
+    before = tree_digest(tree)
+    data = f.read_bytes()
+    f.write_bytes(data[:-1] + (b" " if data[-1:] != b" " else b"\n"))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert f.stat().st_size == st.st_size and f.stat().st_mtime_ns == st.st_mtime_ns
+    assert tree_digest(tree) != before
+
+
+def test_the_digest_covers_every_depth_and_hidden_entries(tree: Path):
+    deepest = max((p for p in tree.rglob("*") if p.is_dir()), key=lambda p: len(p.parts))
+    before = tree_digest(tree)
+    (deepest / ".hidden").write_text("")
+    assert tree_digest(tree) != before
+    before = tree_digest(tree)
+    (deepest / "empty").mkdir()  # an empty folder is an entry too
+    assert tree_digest(tree) != before
+
+
 def test_a_recently_changed_tree_is_not_trusted(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     root = tmp_path / "runs"
     shutil.copytree(corpus / "openhands_v0" / "flat_exports", root)
-    monkeypatch.setattr(discover_mod, "RACY_SECONDS", 3600.0)  # everything here was written within the hour
+    monkeypatch.setattr(index_mod, "RACY_SECONDS", 3600.0)  # everything here was written within the hour
     assert tree_digest(root) is None
     out = tmp_path / "idx"
     assert build([str(root)], out, engine="serial").indexed == 4

@@ -202,13 +202,115 @@ def units(roots: Iterable[str], on_problem: Callable[[str], None] | None = None)
     return out
 
 
+#: A file or folder whose mtime or ctime is this recent when a tree's state is
+#: taken could change again within the same timestamp tick unseen (a coarse
+#: file-system clock): such a state is not trusted to say "unchanged" later.
+RACY_SECONDS = 2.0
+
+
+def tree_digest(root: str | os.PathLike, keys: dict[str, Any] | None = None) -> str | None:
+    """A digest of everything under the directory ``root`` that discovery can look at.
+
+    It sums up every entry below the root, hidden ones included, at any depth:
+    its name (and the folder it is in), type, size, mtime, ctime and inode
+    (the listings, types and file contents discovery reads). Two equal digests
+    mean nothing discovery sees has changed, so the runs it finds are the
+    same. None when the tree cannot vouch for that: ``root`` is not a
+    directory, a symlinked folder lies inside (its target is outside the
+    walk), a folder cannot be listed, or an entry changed less than
+    :data:`RACY_SECONDS` before the walk.
+
+    ``keys``: paths (absolute, as :func:`os.path.abspath` writes them) whose
+    change key is wanted; each one under ``root`` gets the key
+    :func:`trajkit.corpus.tasks.change_key` would give it, from this walk's
+    stats (filled only when a digest is returned).
+
+    A re-index of an unchanged corpus is mostly this walk, so it does no more
+    than it must: one ``stat`` per entry (the listing's type says which are
+    folders), a tuple per entry, and one hash update per folder.
+    """
+    import hashlib
+    import stat as _stat
+
+    top = os.path.abspath(os.fspath(root))
+    try:
+        st = os.stat(top)
+    except OSError:
+        return None
+    if not _stat.S_ISDIR(st.st_mode):
+        return None
+    racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
+    if st.st_mtime_ns > racy_after or st.st_ctime_ns > racy_after:
+        return None
+    want = keys if keys is not None else {}
+    h = hashlib.blake2b(digest_size=20)
+    h.update(repr((st.st_mtime_ns, st.st_ctime_ns, st.st_ino)).encode())
+    is_dir_mode = _stat.S_ISDIR
+
+    class _Untrusted(Exception):
+        pass
+
+    def walk(d: str, rel: str) -> tuple[int, float]:
+        # (bytes of the files below d, newest mtime below d): change_key's sums, d's own mtime left to the caller
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            raise _Untrusted from None
+        rows: list[tuple[Any, ...]] = []
+        subdirs = []
+        size, newest = 0, 0.0
+        for e in entries:
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    s = e.stat(follow_symlinks=False)
+                    subdirs.append((e.name, e.path, s.st_mtime))
+                    n = -1
+                else:
+                    s = e.stat()
+                    if is_dir_mode(s.st_mode):
+                        raise _Untrusted  # a symlinked folder: what it holds is outside this walk
+                    n = s.st_size
+                    size += n
+                    if s.st_mtime > newest:
+                        newest = s.st_mtime
+                    if want and e.path in want:
+                        want[e.path] = (n, s.st_mtime)
+            except OSError:
+                rows.append((e.name, -2))  # a dangling symlink, or an entry that vanished
+                continue
+            if s.st_mtime_ns > racy_after or s.st_ctime_ns > racy_after:
+                raise _Untrusted
+            rows.append((e.name, n, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
+        rows.sort()  # the listing's order is the file system's: the digest does not depend on it
+        h.update(repr((rel, rows)).encode("utf-8", "surrogateescape"))
+        subdirs.sort()
+        for name, path, mtime in subdirs:
+            sub_size, sub_newest = walk(path, rel + "/" + name if rel else name)
+            if mtime > sub_newest:
+                sub_newest = mtime
+            if want and path in want:
+                want[path] = (sub_size, sub_newest)
+            size += sub_size
+            if sub_newest > newest:
+                newest = sub_newest
+        return size, newest
+
+    try:
+        size, newest = walk(top, "")
+    except (_Untrusted, RecursionError):
+        return None
+    if top in want:
+        want[top] = (size, max(st.st_mtime, newest))
+    return h.hexdigest()
+
+
 def _tree_digest(raw: str, keys: dict[str, Any] | None = None) -> str | None:
     """The digest of the directory ROOT ``raw`` when its runs may be remembered:
     not when ``raw`` is itself a run (or inside one: detection then looks at
     folders above it, which the digest does not cover). ``keys``: see
-    :func:`~trajkit.corpus.discover.tree_digest`."""
+    :func:`tree_digest`."""
     from ..registry import detect
-    from .discover import tree_digest
 
     if not os.path.isdir(raw) or detect(raw).format is not None:
         return None
@@ -217,10 +319,26 @@ def _tree_digest(raw: str, keys: dict[str, Any] | None = None) -> str | None:
 
 def _unit_at(raw: str, rel: str, archive: bool) -> Unit:
     """The :class:`Unit` :func:`unit_of` makes for the run at ``rel`` under the ROOT ``raw`` (what the cache keeps)."""
+    return _units_at(raw, [(rel, archive)])[0]
+
+
+def _units_at(raw: str, found: list[Any], keys: dict[str, Any] | None = None) -> list[Unit]:
+    """:func:`_unit_at` of each remembered ``[rel, archive]`` under ``raw``, with
+    its change key when ``keys`` (file -> key, see :func:`tree_digest`) has it."""
     given = os.path.abspath(raw)
     name = os.path.basename(given.rstrip(os.sep)) or given
-    path = given if rel == "." else os.path.normpath(os.path.join(given, rel))
-    return Unit(path=path, source=name if rel == "." else f"{name}/{rel}", root=raw, rel=rel, archive=archive)
+    out = []
+    for rel, archive in found:
+        path = _path_at(given, rel)
+        k = keys.get(_file_of(path)) if keys else None
+        out.append(Unit(path=path, source=name if rel == "." else f"{name}/{rel}", root=raw, rel=rel,
+                        size=None if k is None else k[0], mtime=None if k is None else k[1], archive=bool(archive)))
+    return out
+
+
+def _path_at(given: str, rel: str) -> str:
+    """The absolute path of the run at ``rel`` under the absolute ROOT ``given``."""
+    return given if rel == "." else os.path.normpath(os.path.join(given, rel))
 
 
 def _file_of(path: str) -> str:
@@ -294,15 +412,14 @@ class _Found:
         self.thread.start()
 
     def _walk(self, roots: list[str]) -> None:
-        import dataclasses
-
         from .discover import discover
 
         try:
             for raw in roots:
                 hit = self.cache.get(_cache_key(raw))
-                units = [_unit_at(raw, rel, bool(a)) for rel, a in hit.get("units") or []] if hit else []
-                keys: dict[str, Any] = {_file_of(u.path): None for u in units}
+                remembered = (hit.get("units") or []) if hit else []
+                given = os.path.abspath(raw)
+                keys: dict[str, Any] = {_file_of(_path_at(given, rel)): None for rel, _a in remembered}
                 digest = _tree_digest(raw, keys)  # taken before any walk: a change during it shows next time
                 if digest is not None and hit is not None and hit.get("tree") == digest:
                     # nothing under the root changed since that walk: its runs, without detecting again, and
@@ -310,14 +427,10 @@ class _Found:
                     for problem in hit.get("problems") or []:
                         if self.on_problem is not None:
                             self.on_problem(problem)
-                    keyed = []
-                    for u in units:
-                        k = keys.get(_file_of(u.path))
-                        keyed.append(dataclasses.replace(u, size=k[0], mtime=k[1]) if k is not None else u)
-                    self.q.put(keyed)  # one hand-over for the lot, not one per run
+                    self.q.put(_units_at(raw, remembered, keys))  # one hand-over for the lot, not one per run
                     self.walked[_cache_key(raw)] = hit
                     continue
-                del units, keys
+                del remembered, keys
                 found_units: list[list[Any]] = []
                 problems: list[str] = []
 
@@ -344,8 +457,6 @@ class _Found:
         return self
 
     def __next__(self) -> Unit:
-        import dataclasses
-
         while True:
             if self.ready:
                 u = self.ready.pop()
@@ -367,7 +478,8 @@ class _Found:
                 self.on_found(self.count)
             h = self.have.get(u.source)
             if h is not None and h[2] not in self.dead:
-                return dataclasses.replace(u, prev=(h[0], h[1]))
+                return Unit(path=u.path, source=u.source, root=u.root, rel=u.rel, size=u.size, mtime=u.mtime,
+                            archive=u.archive, prev=(h[0], h[1]))
             return u
 
 
