@@ -79,10 +79,14 @@ def test_unchanged_tree_is_not_discovered_again(tree: Path, tmp_path: Path, monk
     (entry,) = doc["roots"].values()
     assert entry["tree"] == tree_digest(tree)
     assert {"runs/" + rel for rel, _a in entry["units"]} == _expected(tree)
+    saved = os.stat(out / DISCOVERY)
     with monkeypatch.context() as m:
         _no_discovery(m)
         again = build([str(tree)], out, engine="serial", batch_size=1)
     assert again.found == 7 and again.skipped == 7 and again.indexed == 0
+    # nothing new to remember: the file is left as it is (written atomically, a rewrite is a new inode)
+    now = os.stat(out / DISCOVERY)
+    assert (now.st_ino, now.st_mtime_ns) == (saved.st_ino, saved.st_mtime_ns)
 
 
 def test_changed_added_and_removed_runs_are_each_picked_up(tree: Path, tmp_path: Path):

@@ -319,26 +319,27 @@ def _tree_digest(raw: str, keys: dict[str, Any] | None = None) -> str | None:
 
 def _unit_at(raw: str, rel: str, archive: bool) -> Unit:
     """The :class:`Unit` :func:`unit_of` makes for the run at ``rel`` under the ROOT ``raw`` (what the cache keeps)."""
-    return _units_at(raw, [(rel, archive)])[0]
+    return _units_at(raw, _placed(raw, [(rel, archive)]))[0]
 
 
-def _units_at(raw: str, found: list[Any], keys: dict[str, Any] | None = None) -> list[Unit]:
-    """:func:`_unit_at` of each remembered ``[rel, archive]`` under ``raw``, with
-    its change key when ``keys`` (file -> key, see :func:`tree_digest`) has it."""
+def _placed(raw: str, found: list[Any]) -> list[tuple[str, str, bool]]:
+    """(absolute path, rel, archive) of each remembered ``[rel, archive]`` under the ROOT ``raw``."""
+    given = os.path.abspath(raw)
+    return [(given if rel == "." else os.path.normpath(os.path.join(given, rel)), rel, bool(archive))
+            for rel, archive in found]
+
+
+def _units_at(raw: str, placed: list[tuple[str, str, bool]], keys: dict[str, Any] | None = None) -> list[Unit]:
+    """The :class:`Unit` of each :func:`_placed` run under ``raw``, with its
+    change key when ``keys`` (file -> key, see :func:`tree_digest`) has it."""
     given = os.path.abspath(raw)
     name = os.path.basename(given.rstrip(os.sep)) or given
     out = []
-    for rel, archive in found:
-        path = _path_at(given, rel)
+    for path, rel, archive in placed:
         k = keys.get(_file_of(path)) if keys else None
         out.append(Unit(path=path, source=name if rel == "." else f"{name}/{rel}", root=raw, rel=rel,
-                        size=None if k is None else k[0], mtime=None if k is None else k[1], archive=bool(archive)))
+                        size=None if k is None else k[0], mtime=None if k is None else k[1], archive=archive))
     return out
-
-
-def _path_at(given: str, rel: str) -> str:
-    """The absolute path of the run at ``rel`` under the absolute ROOT ``given``."""
-    return given if rel == "." else os.path.normpath(os.path.join(given, rel))
 
 
 def _file_of(path: str) -> str:
@@ -403,6 +404,7 @@ class _Found:
         self.cache = cache or {}
         self.ready: list[Unit] = []  # units handed over as a list, still to be yielded (last first)
         self.walked: dict[str, dict[str, Any]] = {}  # what each root's discovery found, for the next run
+        self.walked_again = False  # some root was not remembered (or changed): discovery walked it
         self.on_problem, self.on_found = on_problem, on_found
         self.sources: set[str] = set()
         self.count = 0
@@ -418,8 +420,8 @@ class _Found:
             for raw in roots:
                 hit = self.cache.get(_cache_key(raw))
                 remembered = (hit.get("units") or []) if hit else []
-                given = os.path.abspath(raw)
-                keys: dict[str, Any] = {_file_of(_path_at(given, rel)): None for rel, _a in remembered}
+                placed = _placed(raw, remembered)
+                keys: dict[str, Any] = {_file_of(p): None for p, _r, _a in placed}
                 digest = _tree_digest(raw, keys)  # taken before any walk: a change during it shows next time
                 if digest is not None and hit is not None and hit.get("tree") == digest:
                     # nothing under the root changed since that walk: its runs, without detecting again, and
@@ -427,10 +429,11 @@ class _Found:
                     for problem in hit.get("problems") or []:
                         if self.on_problem is not None:
                             self.on_problem(problem)
-                    self.q.put(_units_at(raw, remembered, keys))  # one hand-over for the lot, not one per run
+                    self.q.put(_units_at(raw, placed, keys))  # one hand-over for the lot, not one per run
                     self.walked[_cache_key(raw)] = hit
                     continue
-                del remembered, keys
+                del remembered, placed, keys
+                self.walked_again = True
                 found_units: list[list[Any]] = []
                 problems: list[str] = []
 
@@ -769,7 +772,8 @@ def build(
         take(stream())
         if on_progress is not None:
             on_progress(done)
-        save_discovery(outp, found.walked)
+        if found.walked.keys() != found.cache.keys() or found.walked_again:
+            save_discovery(outp, found.walked)  # (unchanged when every ROOT was remembered and no other one is)
         res.found = found.count
         # runs that vanished: their batches go; runs found unchanged in a superseded batch are read again
         for src, (_, _, batch) in have.items():
