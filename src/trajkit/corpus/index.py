@@ -547,6 +547,9 @@ class _Packed:
     def __init__(self, block: _Block, i: int) -> None:
         self.block, self.i = block, i
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _Packed, (self.block, self.i)
+
 
 def _pack(results: list[Any]) -> list[Any]:
     """The engine's ``pack`` for the index: a batch's rows as one :class:`_Block`

@@ -12,8 +12,10 @@ Engines:
 
 - ``serial``: in this process, one item after the other.
 - ``process``: the default; ``jobs`` worker processes
-  (:class:`concurrent.futures.ProcessPoolExecutor`), at most ``2 * jobs``
-  batches in flight, so the driver's memory does not grow with the corpus.
+  (:class:`concurrent.futures.ProcessPoolExecutor`), at most ``4 * jobs``
+  batches in flight, so the driver's memory does not grow with the corpus
+  (and a driver busy with a batch's results, as the index is while it
+  commits, does not leave the workers without work).
   Workers come from a *forkserver* (where the platform has one), never from a
   plain ``fork`` of the driver: the driver runs threads (the index finds runs
   in a background thread while the first batches are read), and a child forked
@@ -177,7 +179,7 @@ def _run_process(task: Callable[[Any], Any], chunks: Iterator[list[Any]], jobs: 
         for chunk in chunks:
             pending.append((n, chunk, pool.submit(_apply, task, chunk, pack)))
             n += 1
-            while len(pending) >= 2 * jobs:
+            while len(pending) >= 4 * jobs:
                 k, items, fut = pending.popleft()
                 yield Batch(k, items, fut.result())
         while pending:

@@ -37,6 +37,11 @@ class Unit:
     def run_id(self) -> str:
         return run_id(self.source)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the fields by position: a slots dataclass otherwise pickles through Python-level
+        # __getstate__/__setstate__ that call fields() for every unit, both ways, per run
+        return Unit, (self.path, self.source, self.root, self.rel, self.size, self.mtime, self.archive, self.prev)
+
 
 @dataclass(slots=True)
 class UnitRows:
@@ -48,6 +53,9 @@ class UnitRows:
     unreadable: int = 0
     #: the unit's files are as the index holds them (``Unit.prev``): nothing was read
     skipped: bool = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return UnitRows, (self.unit, self.rows, self.runs, self.unreadable, self.skipped)  # see Unit.__reduce__
 
 
 def _empty() -> dict[str, list[dict[str, Any]]]:
