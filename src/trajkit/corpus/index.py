@@ -43,8 +43,10 @@ MANIFEST_FORMAT = "trajkit.index/1"
 #: the tree it walked.
 DISCOVERY = "_discovery.json"
 DISCOVERY_FORMAT = "trajkit.discovery/1"
-#: Runs per engine task (a worker's unit of work); a committed batch gathers several.
-ENGINE_CHUNK = 64
+#: Runs per engine task (a worker's unit of work); a committed batch gathers several. Each hand-over
+#: costs the worker a wait on the driver (traced on 10k runs: 64 runs a task left each worker ~3% of its
+#: time waiting, 128 half that), while the last task of the corpus may leave one worker idle for a task's length.
+ENGINE_CHUNK = 128
 
 
 class IndexError_(Exception):
