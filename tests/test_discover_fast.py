@@ -42,6 +42,7 @@ def _paths(limit_depth: int = 6) -> list[Path]:
 PATHS = _paths()
 
 
+
 def test_there_is_something_to_compare():
     assert len(PATHS) > 1000
 
@@ -103,3 +104,52 @@ def test_claude_companion_owner_is_the_same_asked_once_per_folder():
         assert claude_layout.companion_owner(str(d), shared) == fresh, d  # asked again, as a string
         owners += fresh is not None
     assert owners > 0  # the corpus holds companion folders, so the answer is not always None
+
+
+def _entry_facts(e) -> tuple:
+    facts = [e.name, e.path]
+    for ask in ("is_dir", "is_file", "is_symlink"):
+        try:
+            facts.append(getattr(e, ask)())
+        except OSError as x:
+            facts.append(type(x).__name__)
+    facts += [e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)]
+    return tuple(facts)
+
+
+def test_shared_listings_answer_what_os_scandir_answers(tmp_path):
+    from trajkit.reading import tree
+
+    # the corpus' folders, and one with every kind of entry: file, folder, symlinks to each, a dangling one, a FIFO
+    (tmp_path / "f.json").write_text("{}")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "to-f").symlink_to(tmp_path / "f.json")
+    (tmp_path / "to-d").symlink_to(tmp_path / "d")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tmp_path / "fifo")
+    folders = [str(tmp_path)] + sorted({str(p.parent) for p in PATHS})[:300]
+    with tree.shared_listings():
+        for d in folders:
+            with os.scandir(d) as it:
+                want = sorted(_entry_facts(e) for e in it)
+            got = sorted(_entry_facts(e) for e in tree.scandir(d))
+            assert got == want, d
+            assert tree.scandir(d) is tree.scandir(d)  # listed once, shared
+            assert [os.fspath(e) for e in tree.scandir(d)] == [e.path for e in tree.scandir(d)]
+
+
+def test_release_forgets_a_folder_and_every_folder_held_below_it(tmp_path):
+    from trajkit.reading import tree
+
+    for rel in ("a/b/c", "a/x", "keep"):
+        (tmp_path / rel).mkdir(parents=True)
+    (tmp_path / "a" / "b" / "file.json").write_text("{}")
+    with tree.shared_listings():
+        listed = {str(tmp_path / r): tree.scandir(tmp_path / r) for r in ("", "a", "a/b", "a/b/c", "a/x", "keep")}
+        tree.release(tmp_path / "a")
+        cache = tree._listings.get()
+        assert set(cache) == {str(tmp_path), str(tmp_path / "keep")}
+        again = tree.scandir(tmp_path / "a")  # asked again: listed again, the same names
+        assert again is not listed[str(tmp_path / "a")]
+        assert sorted(e.name for e in again) == sorted(os.listdir(tmp_path / "a"))
+    tree.release(tmp_path)  # outside the block: nothing to forget, no error
