@@ -702,6 +702,29 @@ def _file_globs(fingerprints: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     return tuple((fp, _parse_glob(fp)[0][1]) for fp in fingerprints if "/" not in fp)
 
 
+@functools.lru_cache(maxsize=None)
+def _file_ends(fingerprints: tuple[str, ...]) -> tuple[str, ...] | None:
+    """What a file's name must end with to hit one of these fingerprints (the
+    literal text after each one's last wildcard), as one ``str.endswith``
+    test that rules out most formats for a name without trying each glob;
+    None when some fingerprint can end with anything. ``()``: none can hit."""
+    ends = []
+    for fp, _m in _file_globs(fingerprints):
+        cut = max(fp.rfind("*"), fp.rfind("?"), fp.rfind("]"))
+        if cut == len(fp) - 1:
+            return None
+        ends.append(fp[cut + 1:])
+    return tuple(ends)
+
+
+def _file_hits(fingerprints: tuple[str, ...], name: str) -> list[str]:
+    """The fingerprints a file called ``name`` hits, in declared order."""
+    ends = _file_ends(fingerprints)
+    if ends is not None and not name.endswith(ends):
+        return []
+    return [fp for fp, m in _file_globs(fingerprints) if (m(name) if m is not None else name == fp)]
+
+
 def _relates(depth: int, rel_first: str | None, fp: str) -> bool:
     """Whether a fingerprint that hit at an ancestor relates to the path.
 
@@ -748,6 +771,7 @@ def detect(
     probe: Probe | None = None,
     decide_only: bool = False,
     ancestors: int = MAX_ANCESTORS,
+    winner_only: bool = False,
 ) -> Detection:
     """Which format ``path`` (or the run it is inside) holds, and why.
 
@@ -770,6 +794,13 @@ def detect(
     ``ancestors``: how many parents are candidates (0: the path alone, what
     :func:`trajkit.corpus.discover` asks while it walks down from a root
     whose parents it has already ruled out).
+
+    ``winner_only`` (what discovery uses, which asks only who wins): like
+    ``decide_only``, and once a format matches, no format of lower priority
+    is sniffed anywhere, nor any other format at a candidate once one has a
+    strong match there. The winner and its match are the same; the
+    ambiguity verdict is not made (``ambiguous`` stays False) and
+    ``considered`` lacks the formats left out and the sniffs that said no.
     """
     if isinstance(path, Path) and "#" not in str(path):
         member = None  # what split_member says of it, without making the Path again
@@ -785,19 +816,23 @@ def detect(
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
     strong = False
+    top = -sys.maxsize  # winner_only: the highest priority matched so far
     for depth, cand in enumerate(_candidates(p, ancestors)):
         cs = str(cand)
         is_dir = probe.is_dir(cs)
         name = cand.name
         rel_first = p.relative_to(cand).parts[0] if depth else None
         floor = None  # priority of a strong match at this candidate
+        settled = False  # winner_only: a strong match here, so no later format here can win
         for fmt in fmts:
             if floor is not None and fmt.priority < floor:
                 break  # formats are in priority order: none of the rest can win
+            if fmt.priority < top:
+                break  # winner_only: priority outranks strength and nearness, so a lower one cannot win, here or farther up
             if is_dir:
                 hits: Any = _fingerprint_hits(cand, cs, fmt, True, probe)  # lazy: globs list folders
             else:  # a name against globs: no I/O, so no generator per format and candidate
-                hits = [fp for fp, m in _file_globs(tuple(fmt.fingerprints)) if (m(name) if m is not None else name == fp)]
+                hits = _file_hits(tuple(fmt.fingerprints), name)
             for fp in hits:
                 if not _relates(depth, rel_first, fp):
                     det.considered.append(Candidate(
@@ -822,8 +857,9 @@ def detect(
                     )
                     continue
                 if m is None or isinstance(m, Reject):
-                    why = m.reason if m is not None else ""
-                    det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected", reason=why))
+                    if not winner_only:  # discovery asks only who wins: no record of each "no"
+                        why = m.reason if m is not None else ""
+                        det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected", reason=why))
                     continue
                 root = str(m.root)
                 key = (fmt.name, root)
@@ -833,10 +869,15 @@ def detect(
                 det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "match", m.strength, root, m.reason))
                 if m.strength == STRONG:
                     strong = True
+                    settled = winner_only
                     if decide_only and floor is None:
                         floor = fmt.priority
+                if winner_only and fmt.priority > top:
+                    top = fmt.priority
                 matches.append((-fmt.priority, 0 if m.strength == STRONG else 1, depth, fmt, m))
                 break
+            if settled:
+                break  # the rest here come later in priority order (a tie goes to the first): none can win
         if strong and not exhaustive:
             break
     if not matches:
@@ -844,6 +885,8 @@ def detect(
     matches.sort(key=lambda t: t[:3])
     best = matches[0]
     det.format, det.match = best[3], best[4]
+    if winner_only:
+        return det
     for other in matches[1:]:
         if other[3].name != best[3].name and other[:2] == best[:2]:
             det.ambiguous = True

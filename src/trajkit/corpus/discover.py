@@ -63,6 +63,8 @@ def _root_is(det, p: Path) -> bool:
     if det.format is None or det.match is None:
         return False
     root = det.match.root
+    if root is p:  # the common case: the sniff matched the candidate it was given
+        return True
     if os.path.abspath(root) == os.path.abspath(p):
         return True
     try:
@@ -75,11 +77,10 @@ def _expand(det, p: Path) -> list[Path]:
     """``p`` as the runs a batch verb goes over: each session of a container
     file (``PATH#ID``, for a format declaring ``members``) unless ``p`` names
     one already; ``[p]`` otherwise."""
-    from ..registry import list_members
-
     if det.member is not None or det.format.members is None:
         return [p]
     from ..model import ReadOptions
+    from ..registry import list_members
 
     ids = list_members(det.format, Path(det.match.root), ReadOptions())
     return [Path(f"{p}#{i}") for i in ids] if ids else [p]
@@ -177,7 +178,9 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
             if fmt.find_sessions is None:
                 continue
             try:
-                listed = fmt.find_sessions(given)
+                # absolute, as the walk below asks: every walk then shares one listing per folder (a format
+                # walking the relative form listed the whole tree a second time); named back in the caller's form
+                listed = fmt.find_sessions(given_abs)
             except OSError as e:
                 if on_problem:
                     on_problem(f"{given}: {fmt.name}: cannot list sessions: {e.strerror or e}")
@@ -239,7 +242,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                     add(refs, RunRef(named / entry.name, CERTIFICATE, None, str(raw)), real(cs))
                     continue
                 c = Path(cs)
-                m = detect(c, probe=probe, ancestors=0)
+                m = detect(c, probe=probe, ancestors=0, winner_only=True)
                 if _root_is(m, c):
                     for p in _expand(m, named / entry.name):
                         member = p.name[len(entry.name):]  # "#ID" for a container's session, else ""
@@ -251,9 +254,11 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                     what = "folder" if is_dir else "file"
                     on_skip(named / entry.name, f"no known format: no run found in this {what}"
                             if is_dir else "no known format")
+            tree.release(d)  # the last walk of this folder is done: the shared listing goes (RSS flat in the corpus' size)
 
         walk(given_s, given, 1)
         # a container's sessions stay in the container's order, beside its path
-        refs.sort(key=lambda r: Path(split_member(r.path)[0]) if "#" in r.path.name else r.path)
+        # (by the paths' parts: the order of Path objects, without a Python-level comparison per pair)
+        refs.sort(key=lambda r: (Path(split_member(r.path)[0]) if "#" in r.path.name else r.path).parts)
         out.append(refs)
     return [r for refs in out for r in refs]

@@ -34,7 +34,7 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "globs", "calls")
+    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "globs", "memo", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
@@ -46,6 +46,10 @@ class Probe:
         #: detection's fingerprint answers, ``(directory, glob) -> bool``
         #: (several formats share a glob such as ``*.json``)
         self.globs: dict[tuple[str, str], bool] = {}
+        #: answers a sniff derived from what this probe saw, ``(what, path) -> answer``
+        #: (e.g. whose companion folder a folder is: asked for every file in it),
+        #: kept as long as the probe, which is as long as its cached listings and stats
+        self.memo: dict[tuple[str, str], Any] = {}
         self.calls = 0
 
     def _list(self, p: str) -> list[str] | None:

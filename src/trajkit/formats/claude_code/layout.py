@@ -110,8 +110,17 @@ def _looks_like_session_name(p: Path) -> bool:
 def companion_owner(path: Path, probe: Probe) -> Path | None:
     """The main transcript a path inside a session's companion folder
     belongs to: the nearest ancestor ``X`` (up to five levels) with a file
-    ``X.jsonl`` beside it and a ``subagents`` or ``workflows`` folder in it."""
+    ``X.jsonl`` beside it and a ``subagents`` or ``workflows`` folder in it.
+    Asked once per folder and probe (detection asks it of every file in a folder)."""
     p = os.fspath(path)  # strings, not Path objects: detection asks this of every file it walks past
+    key = ("claude-code.companion_owner", p)
+    got = probe.memo.get(key, probe)  # the probe itself: not asked yet
+    if got is probe:
+        got = probe.memo[key] = _companion_owner(p, probe)
+    return got
+
+
+def _companion_owner(p: str, probe: Probe) -> Path | None:
     for _ in range(6):
         parent = os.path.dirname(p)
         if parent == p:

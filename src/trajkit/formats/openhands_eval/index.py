@@ -179,8 +179,10 @@ def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> lis
             depth = len(Path(dirpath).relative_to(p).parts)
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < 4)
             for n in sorted(filenames):
+                if not n.endswith(".jsonl"):
+                    continue  # decided by the name: no path made, no head read
                 f = Path(dirpath) / n
-                if n.endswith(".jsonl") and looks_like_output(f, probe):
+                if looks_like_output(f, probe):
                     files.append(f)
                 probe.drop_heads()  # decided: a walk of a big tree must not keep every file's head
     out: list[Path] = []
