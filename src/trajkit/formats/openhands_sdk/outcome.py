@@ -17,8 +17,11 @@ def _d(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def run_facts(session: Session, name: str) -> None:
-    """Fill ``session.run`` from the facts the reader put in ``metadata``."""
+def run_facts(session: Session, name: str, root: Any = None, probe: Any = None) -> None:
+    """Fill ``session.run`` from the facts the reader put in ``metadata``.
+    ``root``: the session's folder as a Path (``source_path`` otherwise);
+    ``probe``: answers the verifier look-up from listings the reader holds
+    (see :func:`~trajkit.vocab.trials.find_verifier_dir`)."""
     md = session.metadata
     run = session.run
     run.harness = name
@@ -37,7 +40,7 @@ def run_facts(session: Session, name: str) -> None:
         v = md.get(key)
         if isinstance(v, str):
             setattr(run, attr, v)
-    run.verifier_dir = find_verifier_dir(session.source_path)
+    run.verifier_dir = find_verifier_dir(root if root is not None else session.source_path, probe)
 
 
 def _find(md: dict[str, Any], key: str, depth: int = 3) -> Any:
