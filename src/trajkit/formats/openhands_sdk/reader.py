@@ -846,7 +846,8 @@ class _DirectoryEvents:
         """(decoded event, file path, index, the id its name gives, size, ref line) per readable file."""
         cap = self.cap
         files_append = s.files.append
-        loads = jsonio.fast_loads
+        loads, dumps = orjson.loads, orjson.dumps
+        fast_loads = jsonio.fast_loads
         read_capped = read_io.read_capped
         for ef in self.scan.ordered:
             path = ef.path
@@ -857,10 +858,15 @@ class _DirectoryEvents:
                 files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
                 s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
                 continue
+            d = None
             try:
+                # jsonio.fast_loads' common case inline: a compact object that
+                # orjson writes back byte for byte lost nothing (the SDK writes
+                # its events so); anything else takes fast_loads' checks
                 raw = loads(data)
-                d = None
-            except ValueError:  # not JSON, or suspicious: the careful decode says what
+                if type(raw) is not dict or data[1:2] == b"\n" or dumps(raw) != data:
+                    raw = fast_loads(data)
+            except (ValueError, TypeError):  # not JSON, or suspicious (orjson cannot write it back): the careful decode says what
                 raw, d = jsonio.loads(data, path)
             if type(raw) is not dict:
                 files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))
