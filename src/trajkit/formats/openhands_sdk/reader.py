@@ -656,15 +656,17 @@ class _Listed:
     def __init__(self, names: dict[str, Any]) -> None:
         self.names = names
 
+    def _listed_out(self, path: str) -> bool:
+        """Whether ``path``'s folder was listed without it (paths as ``find_verifier_dir`` joins them)."""
+        parent, _, name = path.rpartition(os.sep)
+        listing = self.names.get(parent or os.sep)
+        return listing is not None and name not in listing
+
     def is_dir(self, path: str) -> bool:
-        parent, name = os.path.split(path)
-        listing = self.names.get(parent)
-        return (listing is None or name in listing) and os.path.isdir(path)
+        return not self._listed_out(path) and os.path.isdir(path)
 
     def is_file(self, path: str) -> bool:
-        parent, name = os.path.split(path)
-        listing = self.names.get(parent)
-        return (listing is None or name in listing) and os.path.isfile(path)
+        return not self._listed_out(path) and os.path.isfile(path)
 
 
 def _list_dir(root_s: str) -> list[tuple[str, bool]]:
@@ -701,16 +703,18 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: t
                     return s
                 s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
                 return s
+    names = [name for name, _ in entries]
     if listed is not None:
-        listed[root_s] = [name for name, _ in entries]
+        listed[root_s] = names
     state_raw: Any = jsonio.MISSING
     meta_raw: Any = jsonio.MISSING
     child_dirs: list[Path] = []
     have_events_dir = False
     # a bare folder: event files right here, no events/ and no base_state.json
-    bare = layout.is_bare_listing([name for name, _ in entries])
+    bare = layout.is_bare_listing(names)
+    base = root_s if root_s.endswith(os.sep) else root_s + os.sep  # os.path.join(root_s, name), for names from a listing
     for name, is_dir in entries:
-        path = os.path.join(root_s, name)
+        path = base + name
         if bare and not is_dir and layout.is_bare_event_name(name):
             continue  # an event file: scan_events accounts for it
         if name == layout.STATE_FILE and not is_dir:
@@ -790,7 +794,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: t
         s.diag("sdk.state-missing", "no base_state.json; state facts (model, status, leaf) are unknown", WARNING, file=os.path.join(root_s, layout.STATE_FILE))
 
     # --- events
-    events_dir = root_s if bare else os.path.join(root_s, layout.EVENTS_DIR)
+    events_dir = root_s if bare else base + layout.EVENTS_DIR
     if bare:
         scan = layout.scan_events(events_dir, bare=True)
     else:
@@ -799,7 +803,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: t
         s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
     s.diagnostics.extend(scan.diagnostics)
     conv = ingest_events(s, _DirectoryEvents(scan, cap, "" if bare else layout.EVENTS_DIR + "/"), state, state_raw, meta_raw, options, tz, lazy,
-                         state_file=os.path.join(root_s, layout.STATE_FILE), fallback_id=root.name)
+                         state_file=base + layout.STATE_FILE, fallback_id=root.name)
 
     # --- children
     if child_dirs:
