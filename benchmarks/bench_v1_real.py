@@ -121,6 +121,8 @@ def memory_child(counts: list[int]) -> dict:
     import trajkit
 
     runs = build_many(max(counts))
+    for r in runs:  # a Path keeps its text and parts once asked: ask now, so the list's own growth is not counted
+        str(r), r.parts
     peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # noqa: E731 (KiB on Linux)
     out = {"python": sys.version.split()[0], "start": peak(), "peaks": [], "cpu": []}
     read = trajkit.read
