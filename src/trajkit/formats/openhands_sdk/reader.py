@@ -598,7 +598,21 @@ _READ_PROBLEM = {
     "sdk.event-unreadable": "event {index} could not be read (vanished or unreadable)",
 }
 _READ_CODE = {read_io.TOO_LARGE: "sdk.event-too-large", read_io.UNREADABLE: "sdk.event-unreadable"}
-_load_json = read_io.load_json_sized
+def _load_json(path: str, cap: int) -> tuple[Any, Diagnostic | None, int | None]:
+    """:func:`~trajkit.reading.io.load_json_sized`, with the common case of
+    its lossless check inline (a compact object orjson writes back byte for
+    byte, as the SDK writes ``base_state.json``); anything else takes it."""
+    data, why = read_io.read_capped(path, cap)
+    if data is None:
+        return jsonio.MISSING, why.diagnostic(path, cap), None  # type: ignore[union-attr]
+    try:
+        value = orjson.loads(data)
+        if type(value) is dict and data[1:2] != b"\n" and orjson.dumps(value) == data:
+            return value, None, len(data)
+    except (ValueError, TypeError):
+        pass
+    value, d = jsonio.loads(data, path)
+    return value, d, len(data)
 
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
@@ -958,6 +972,9 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
     accounted = source.read
+    # the directory's accounting (one SourceFile per event file read), without a call per event
+    direct = type(source) is _DirectoryEvents
+    files_append = s.files.append
     for raw, path, index, name_id, size, line in source.items(s):
         g = raw.get
         kind = g("kind")
@@ -1054,7 +1071,10 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
                     answer_of[target] = pos
         elif kind == "ACPToolCallEvent":
             acp_seen = True
-        accounted(s, path, size, eid)
+        if direct:
+            files_append(SourceFile(path, "event", "read", size, [eid], EVENT))
+        else:
+            accounted(s, path, size, eid)
         events.append(ev)
         kinds.append(typ)
         extras.append(added)
