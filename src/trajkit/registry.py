@@ -1047,9 +1047,8 @@ def _flag_undecodable_names(session: Session) -> None:
     valid UTF-8 (Python holds such bytes as lone surrogates): outputs show
     those bytes escaped (``\\udcff``), so the name printed is not the name on disk."""
     search = _SURROGATE.search
-    joined = "\0".join([session.source_path or ""] + [f.path for f in session.files])
-    if joined.isascii() or not search(joined):
-        return  # the common case, in one scan (ASCII paths hold no surrogate: a C check, no regex)
+    if not search("\0".join([session.source_path or ""] + [f.path for f in session.files])):
+        return  # the common case, in one scan
     bad = [f.path for f in session.files if search(f.path)]
     if search(session.source_path or ""):
         bad.insert(0, session.source_path)

@@ -661,7 +661,7 @@ def _read(root: Path, options: ReadOptions, depth: int, visiting: tuple[Any, ...
 
 
 class _Listed:
-    """``is_dir`` / ``is_file`` for :func:`~trajkit.vocab.trials.find_verifier_dir`:
+    """``absent`` / ``is_dir`` / ``is_file`` for :func:`~trajkit.vocab.trials.find_verifier_dir`:
     a path whose directory the read listed and that is not in the listing is
     neither, without a system call; anything else asks the disk."""
 
@@ -676,11 +676,21 @@ class _Listed:
         listing = self.names.get(parent or os.sep)
         return listing is not None and name not in listing
 
+    def absent(self, path: str) -> bool:
+        """Certainly not there: listed out, or one ``access`` says so (a
+        miss raises no exception, unlike a failing stat: half its cost)."""
+        if self._listed_out(path):
+            return True
+        try:
+            return not os.access(path, os.F_OK)
+        except ValueError:  # a NUL in the name: the stat below says no
+            return False
+
     def is_dir(self, path: str) -> bool:
-        return not self._listed_out(path) and os.path.isdir(path)
+        return not self.absent(path) and os.path.isdir(path)
 
     def is_file(self, path: str) -> bool:
-        return not self._listed_out(path) and os.path.isfile(path)
+        return not self.absent(path) and os.path.isfile(path)
 
 
 def _list_dir(root_s: str) -> list[tuple[str, bool]]:
