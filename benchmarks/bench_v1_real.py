@@ -37,7 +37,15 @@ is skipped with a note.
 
 Goals (CPU medians): trajkit <= 1.5x the floor, and >= 3x faster than the EventLog.
 
-    .venv/bin/python benchmarks/bench_v1_real.py [--copies 100] [--rounds 7] [--src DIR] [--no-sdk]
+Peak memory (``--memory 1000,4000,16000``, the default; ``--memory 0`` skips
+it): a fresh process reads that many distinct conversations one after the
+other (the six samples again, each conversation in its own folder, its files
+hard links to one copy: cached in ``benchmarks/_corpus_v1_real/mem``), as a
+batch that keeps no session does, and reports its peak RSS (``ru_maxrss``)
+once each count is reached, and the same before the first read (imports and
+the run list). Goal: flat, the peak does not grow with the number read.
+
+    .venv/bin/python benchmarks/bench_v1_real.py [--copies 100] [--rounds 7] [--src DIR] [--no-sdk] [--memory N,N,...]
 """
 
 from __future__ import annotations
@@ -80,6 +88,78 @@ def build(copies: int) -> list[Path]:
         shutil.copytree(s, dst)
     stamp.write_text("ok")
     return runs
+
+
+def build_many(n: int) -> list[Path]:
+    """``n`` distinct conversation folders (the samples in turn), every file
+    a hard link to the sample's (a byte copy when links are refused)."""
+    out = HERE / "_corpus_v1_real" / "mem"
+    srcs = samples()
+    runs = [out / f"{i // 1000:03d}" / f"{i:05d}" / srcs[i % len(srcs)].name for i in range(n)]
+    stamp = out / f".done-{n}"
+    if stamp.exists():
+        return runs
+    for dst, s in zip(runs, srcs * (n // len(srcs) + 1)):
+        if dst.exists():
+            continue
+        shutil.copytree(s, dst, copy_function=_link)
+    stamp.write_text("ok")
+    return runs
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def memory_child(counts: list[int]) -> dict:
+    """Peak RSS (KiB) before reading and once each count of conversations is read."""
+    import resource
+
+    import trajkit
+
+    runs = build_many(max(counts))
+    for r in runs:  # a Path keeps its text and parts once asked: ask now, so the list's own growth is not counted
+        str(r), r.parts
+    peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # noqa: E731 (KiB on Linux)
+    out = {"python": sys.version.split()[0], "start": peak(), "peaks": [], "cpu": []}
+    read = trajkit.read
+    done = 0
+    c0 = time.process_time()
+    for n in sorted(counts):
+        for r in runs[done:n]:
+            read(r)
+        done = n
+        out["peaks"].append((n, peak()))
+        out["cpu"].append((n, time.process_time() - c0))
+    return out
+
+
+def memory(counts: list[int], src: Path) -> dict | None:
+    """:func:`memory_child` in a fresh process (this one has held the timing corpus)."""
+    cmd = [sys.executable, __file__, "--memory-child", ",".join(map(str, counts)), "--src", str(src)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"\nmemory measure failed: {(proc.stderr or proc.stdout).strip().splitlines()[-1:]}")
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def report_memory(res: dict, out=sys.stdout) -> None:
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    start = res["start"] / 1024
+    p(f"\nPeak memory (Python {res['python']}, a fresh process reading distinct conversations one after the other, none kept):")
+    p(f"  before the first read: peak RSS {start:.1f} MB")
+    prev = None
+    for (n, kib), (_, cpu) in zip(res["peaks"], res["cpu"]):
+        mb = kib / 1024
+        grow = f"  ({mb - prev:+.1f} MB since the previous count)" if prev is not None else ""
+        p(f"  after {n:6d} conversations: peak RSS {mb:.1f} MB, {mb - start:.1f} MB over the start{grow}; {cpu / n * 1e6:.0f} us CPU per conversation so far")
+        prev = mb
+    first, last = res["peaks"][0][1] / 1024, res["peaks"][-1][1] / 1024
+    p(f"  peak {res['peaks'][0][0]} -> {res['peaks'][-1][0]} conversations: {first:.1f} -> {last:.1f} MB ({last - first:+.1f} MB)   goal: flat")
 
 
 def median(xs: list[float]) -> float:
@@ -250,9 +330,14 @@ def main(argv=None) -> int:
     ap.add_argument("--src", type=Path, default=REPO / "src", help="import trajkit from this src/ directory")
     ap.add_argument("--sdk-python", default=SDK_PYTHON, help="a Python >= 3.12 with openhands-sdk and openhands-tools")
     ap.add_argument("--no-sdk", action="store_true", help="skip the EventLog comparison")
+    ap.add_argument("--memory", default="1000,4000,16000", help="conversation counts for the peak-memory row (0: skip it)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--memory-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     sys.path.insert(0, str(args.src))
+    if args.memory_child:
+        print(json.dumps(memory_child([int(x) for x in args.memory_child.split(",")])))
+        return 0
     runs = build(args.copies)
     if args.child:
         print(json.dumps(measure(runs, args.rounds, with_sdk=True)))
@@ -269,6 +354,11 @@ def main(argv=None) -> int:
         if res is not None:
             print(f"\nThe same, with the EventLog, in one process under {args.sdk_python}:")
             report(res)
+    counts = [int(x) for x in args.memory.split(",") if int(x) > 0]
+    if counts:
+        mem = memory(counts, args.src)
+        if mem is not None:
+            report_memory(mem)
     return 0
 
 

@@ -299,3 +299,37 @@ def test_meta_json_alone_is_a_weak_claim(server, tmp_path):
     (other / "meta.json").write_text('{"name": "something else"}')
     assert conversation_dir(other) is None
     assert detect(other).format is None or detect(other).format.name != "openhands-sdk"
+
+
+@pytest.mark.parametrize("level", [None, 0, 1, 2, 3, 4])
+def test_verifier_dir_above_a_conversation_and_its_subagent(tmp_path, subagent, level):
+    """The reader answers the harbor ``verifier/`` look-up partly from the
+    listings it holds (the conversation's folder, ``subagents/``); the answer
+    must be the plain look-up's (stats of every candidate), for the
+    conversation and its sub-agent, with the verifier at each level (4 is
+    beyond the look-up's reach) and with decoys that are not one (a file
+    named ``verifier``, a ``verifier/`` without ``ctrf.json``/``reward.txt``)."""
+    import shutil
+
+    from trajkit.vocab.trials import find_verifier_dir
+
+    conv = tmp_path / "a" / "b" / "c" / "d" / subagent.name
+    shutil.copytree(subagent, conv)
+    (conv.parent / "verifier").write_text("a file, not the folder")  # decoy one level up
+    (conv / "subagents" / "verifier").mkdir()  # decoy: no ctrf.json / reward.txt
+    if level is not None:
+        where = conv.parents[level - 1] if level else conv
+        if level == 1:
+            (where / "verifier").unlink()
+        (where / "verifier").mkdir()
+        (where / "verifier" / ("reward.txt" if level % 2 else "ctrf.json")).write_text("1\n")
+    s = read(conv)
+    child = next(c for c in s.children if c.source_path.endswith("76c59deaabed4b489302acc428482219"))
+    assert s.run.verifier_dir == find_verifier_dir(str(conv))
+    assert child.run.verifier_dir == find_verifier_dir(child.source_path)
+    if level is None or level == 4:
+        assert s.run.verifier_dir is None and child.run.verifier_dir is None
+    else:
+        assert s.run.verifier_dir == str(conv.parents[level - 1] / "verifier" if level else conv / "verifier")
+        # the sub-agent sits two folders deeper: a verifier three above the conversation is out of its reach
+        assert child.run.verifier_dir == (None if level >= 2 else s.run.verifier_dir)

@@ -12,7 +12,6 @@ sniff and the :class:`~trajkit.registry.Format`; the reader (:mod:`.reader`,
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from ...reading.probe import Probe
@@ -33,9 +32,10 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     root = conversation_dir(candidate, probe)
     if root is None:
         return Reject("not a conversation directory: no base_state.json, no events/event-*.json, no agent-server meta.json")
-    base = str(root) + os.sep
-    has_state = probe.is_file(base + "base_state.json")
-    has_events = probe.is_dir(base + "events")
+    # one pass over the folder's listing answers both questions and makes the reader's hint
+    dirs, files = probe.scan(root)
+    has_state = "base_state.json" in files
+    has_events = "events" in dirs
     hint = listing_hint(probe, root)  # the reader takes the listing made here
     if has_state:
         return Match(root, fingerprint, STRONG, "base_state.json" + (" and events/" if has_events else ""), hint)

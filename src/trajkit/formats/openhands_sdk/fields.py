@@ -134,14 +134,15 @@ def usage_of(u: dict[str, Any], source: str) -> Usage | None:
             return Usage.from_counts(u, source)
     cost = g("cost")
     model = g("model")
+    # positional (input, output, cache_read, cache_write, reasoning, total, cost, source, model): one made per model call
     return Usage(
-        input=vals[0],
-        output=vals[1],
-        cache_read=vals[2],
-        cache_write=vals[3],
-        reasoning=vals[4],
-        total=None,
-        cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
-        source=source,
-        model=model if isinstance(model, str) else None,
+        vals[0],
+        vals[1],
+        vals[2],
+        vals[3],
+        vals[4],
+        None,
+        float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+        source,
+        model if isinstance(model, str) else None,
     )

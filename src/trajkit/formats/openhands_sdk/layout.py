@@ -12,7 +12,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -48,10 +48,10 @@ SIDECAR = "sidecar"
 EVENT_FILE_STATUSES = (EVENT, MALFORMED, GAP, DUPLICATE, BAD_NAME, SIDECAR)
 
 
-@dataclass(slots=True)
-class EventFile:
+class EventFile(NamedTuple):
     """One entry of ``events/``: its name, parsed index and id (None when the
-    name does not match), and its status once the scan decided."""
+    name does not match), and its status once the scan decided (a tuple: one
+    is made per event file of every read)."""
 
     name: str
     path: str
@@ -80,7 +80,7 @@ def is_conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> 
     names = probe.listdir(p)
     if not names:
         return False
-    if STATE_FILE in names and probe.is_file(os.path.join(p, STATE_FILE)):
+    if STATE_FILE in names and STATE_FILE in probe.scan(p)[1]:  # a file (symlinks followed), from the listing
         return True
     meta = os.path.join(p, META_FILE)
     if META_FILE in names and probe.is_file(meta) and _looks_like_meta(meta, probe):
@@ -128,7 +128,7 @@ def listing_hint(probe: Probe, root: Path) -> tuple[str, tuple[tuple[str, bool],
     if names is None:
         return None
     dirs = probe.scan(r)[0]
-    return r, tuple(sorted((n, n in dirs) for n in names))
+    return r, tuple(sorted([(n, n in dirs) for n in names]))
 
 
 def is_bare_event_name(name: str) -> bool:
@@ -238,27 +238,24 @@ def scan_events(events_dir: str, bare: bool = False) -> EventScan:
         names = [n for n in names if is_bare_event_name(n)]
         cloud = CLOUD_EVENT_NAME.match
         match = lambda n: EVENT_NAME.match(n) or cloud(n)  # noqa: E731
+    others = scan.others
     for name in names:
-        path = base + name
         if name[0] == ".":
-            scan.others.append(EventFile(name, path, None, None, SIDECAR))
+            others.append(EventFile(name, base + name, None, None, SIDECAR))
             continue
         m = match(name)
         if m is None:
-            scan.others.append(EventFile(name, path, None, None, BAD_NAME))
+            others.append(EventFile(name, base + name, None, None, BAD_NAME))
             continue
-        idx_s, name_id = m.groups()
-        idx = int(idx_s)
-        ef = EventFile(name, path, idx, name_id)
-        prev = by_index.get(idx)
-        if prev is not None:
+        idx = int(m[1])
+        if idx in by_index:
             # the first name in sort order is kept, whatever order listdir gave
+            ef, prev = EventFile(name, base + name, idx, m[2]), by_index[idx]
             if name < prev.name:
                 by_index[idx], ef = ef, prev
-            ef.status = DUPLICATE
-            scan.others.append(ef)
+            others.append(ef._replace(status=DUPLICATE))
             continue
-        by_index[idx] = ef
+        by_index[idx] = EventFile(name, base + name, idx, m[2])
     for ef in scan.others:
         if ef.status == BAD_NAME:
             scan.diagnostics.append(
@@ -291,9 +288,7 @@ def scan_events(events_dir: str, bare: bool = False) -> EventScan:
         scan.first_missing = i
         for idx in sorted(by_index):
             if idx > i:
-                ef = by_index[idx]
-                ef.status = GAP
-                scan.others.append(ef)
+                scan.others.append(by_index[idx]._replace(status=GAP))
         n_gap = len(by_index) - len(scan.ordered)
         scan.diagnostics.append(
             Diagnostic(
@@ -303,5 +298,10 @@ def scan_events(events_dir: str, bare: bool = False) -> EventScan:
                 file=os.path.join(events_dir, f"event-{i:05d}-*.json"),
             )
         )
-    scan.others.sort(key=lambda ef: ef.name)
+    if len(scan.others) > 1:
+        scan.others.sort(key=_name_of)
     return scan
+
+
+def _name_of(ef: EventFile) -> str:
+    return ef.name

@@ -17,8 +17,11 @@ def _d(v: Any) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def run_facts(session: Session, name: str) -> None:
-    """Fill ``session.run`` from the facts the reader put in ``metadata``."""
+def run_facts(session: Session, name: str, root: Any = None, probe: Any = None) -> None:
+    """Fill ``session.run`` from the facts the reader put in ``metadata``.
+    ``root``: the session's folder as a Path (``source_path`` otherwise);
+    ``probe``: answers the verifier look-up from listings the reader holds
+    (see :func:`~trajkit.vocab.trials.find_verifier_dir`)."""
     md = session.metadata
     run = session.run
     run.harness = name
@@ -37,7 +40,7 @@ def run_facts(session: Session, name: str) -> None:
         v = md.get(key)
         if isinstance(v, str):
             setattr(run, attr, v)
-    run.verifier_dir = find_verifier_dir(session.source_path)
+    run.verifier_dir = find_verifier_dir(root if root is not None else session.source_path, probe)
 
 
 def _find(md: dict[str, Any], key: str, depth: int = 3) -> Any:
@@ -87,11 +90,6 @@ def _status(session: Session) -> tuple[str | None, str]:
     return None, "no execution_status recorded"
 
 
-def _is_user_message(e: Event) -> bool:
-    raw = _d(e.raw)
-    return e.kind == MESSAGE and (e.source == "user" or raw.get("source") == "user")
-
-
 def _classify_error(raw: dict[str, Any]) -> tuple[str, str]:
     """(``budget`` | ``blocked``, text) for one conversation error event."""
     code = str(raw.get("code") or "")
@@ -120,13 +118,14 @@ def _errors_after_last_user(session: Session) -> list[Event]:
     events = session.events
     last_user = -1
     for i, e in enumerate(events):
-        if _is_user_message(e) and (active is None or e.id in active):
+        # _is_user_message(e), inline: one pass over every event of every read
+        if e.kind == MESSAGE and (e.source == "user" or _d(e.raw).get("source") == "user") and (active is None or e.id in active):
             last_user = i
     out = []
     for e in events[last_user + 1 :]:
-        raw = _d(e.raw)
         kind = e.type  # the native kind, as the reader read it
         if kind in ("ConversationErrorEvent", "ServerErrorEvent") or kind in BUDGET_KINDS:
+            raw = _d(e.raw)
             # a legacy-tail error hung off an abandoned branch is not this run's end
             parent = raw.get("parent_id", e.parent_id)
             if not isinstance(parent, (str, int)):

@@ -22,6 +22,7 @@ import orjson
 from ... import jsonio
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...reading import io as read_io
+from ...reading.probe import Probe
 from ...model import (
     ACTION,
     CONDENSATION,
@@ -52,6 +53,7 @@ from .fields import (
     usage_of,
 )
 from .outcome import outcome, run_facts
+from .stepping import Pairing, build_steps
 from .layout import EVENT, MALFORMED
 from .views import (
     ACPToolCallView,
@@ -398,31 +400,42 @@ class _Numbers:
         return n
 
     def money(self, v: Any) -> float:
+        t = type(v)
+        if t is float:
+            if 0.0 <= v < _INF:  # false for NaN, negatives and infinity
+                return v
+        elif t is int and v >= 0:
+            return float(v)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             if v is not None:
                 self.bad += 1
             return 0.0
-        if v != v or v < 0 or v in (float("inf"), float("-inf")):
+        if v != v or v < 0 or v in (_INF, -_INF):
             self.bad += 1
             return 0.0
         return float(v)
 
     def seconds(self, v: Any) -> float | None:
+        t = type(v)
+        if t is float or t is int:
+            return float(v) if v >= 0 else None  # NaN is not >= 0
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or v < 0:
             return None
         return float(v)
 
 
+_INF = float("inf")
+
+
 def _usage(tu: dict, nums: _Numbers) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    count = nums.count
-    for f in _COUNT_FIELDS:
-        if f in tu:
-            v = tu[f]
-            # a plain count as tolerant_int takes it, without the call
-            out[f] = v if type(v) is int and 0 <= v <= _COUNT_LIMIT else count(v)
-    if isinstance(tu.get("model"), str):
-        out["model"] = tu["model"]
+    out = {f: tu[f] for f in _COUNT_FIELDS if f in tu}
+    for f, v in out.items():
+        # a plain count as tolerant_int takes it, without the call
+        if type(v) is not int or not 0 <= v <= _COUNT_LIMIT:
+            out[f] = nums.count(v)
+    model = tu.get("model")
+    if type(model) is str:
+        out["model"] = model
     return out
 
 
@@ -431,43 +444,52 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
     and the per-response usage index (response id -> usage, latency, cost)."""
     summary: dict[str, Any] = {}
     by_response: dict[str, dict[str, Any]] = {}
+    money, seconds = nums.money, nums.seconds
     for usage_id, m in state.usage_to_metrics.items():
         if not isinstance(m, dict):
             continue
-        acc = m.get("accumulated_token_usage")
-        token_usages = [t for t in (m.get("token_usages") or []) if isinstance(t, dict)] if isinstance(m.get("token_usages"), list) else []
-        costs = [c for c in (m.get("costs") or []) if isinstance(c, dict)] if isinstance(m.get("costs"), list) else []
-        lats = [c for c in (m.get("response_latencies") or []) if isinstance(c, dict)] if isinstance(m.get("response_latencies"), list) else []
+        g = m.get
+        acc = g("accumulated_token_usage")
+        v = g("token_usages")
+        token_usages = [t for t in v if type(t) is dict] if type(v) is list else []
+        v = g("costs")
+        costs = [c for c in v if type(c) is dict] if type(v) is list else []
+        v = g("response_latencies")
+        lats = [c for c in v if type(c) is dict] if type(v) is list else []
         norm_usages = [_usage(t, nums) for t in token_usages]
-        norm_costs = [nums.money(c.get("cost")) for c in costs]
+        norm_costs = [money(c.get("cost")) for c in costs]
+        rids = [t.get("response_id") for t in token_usages]
+        lat_values = [seconds(c.get("latency")) for c in lats]
+        name = g("model_name")
         summary[usage_id] = {
-            "model_name": m.get("model_name") if isinstance(m.get("model_name"), str) else None,
-            "accumulated_cost": nums.money(m.get("accumulated_cost")),
-            "accumulated_token_usage": _usage(acc, nums) if isinstance(acc, dict) else {},
+            "model_name": name if type(name) is str else None,
+            "accumulated_cost": money(g("accumulated_cost")),
+            "accumulated_token_usage": _usage(acc, nums) if type(acc) is dict else {},
             "calls": len(token_usages),
-            "token_usages": [dict(u, response_id=t.get("response_id")) for u, t in zip(norm_usages, token_usages)],
+            "token_usages": [dict(u, response_id=r) for u, r in zip(norm_usages, rids)],
             "costs": [{"model": c.get("model"), "cost": v, "timestamp": c.get("timestamp")} for c, v in zip(costs, norm_costs)],
             "response_latencies": [
-                {"model": c.get("model"), "latency": nums.seconds(c.get("latency")), "response_id": c.get("response_id")} for c in lats
+                {"model": c.get("model"), "latency": v, "response_id": c.get("response_id")} for c, v in zip(lats, lat_values)
             ],
         }
-        latency = {c.get("response_id"): nums.seconds(c.get("latency")) for c in lats if isinstance(c.get("response_id"), str)}
-        cost_by_id = {c.get("response_id"): v for c, v in zip(costs, norm_costs) if isinstance(c.get("response_id"), str)}
+        latency = {r: v for c, v in zip(lats, lat_values) if type(r := c.get("response_id")) is str}
+        cost_by_id = {r: v for c, v in zip(costs, norm_costs) if type(r := c.get("response_id")) is str}
         positional = not cost_by_id and costs and len(costs) == len(token_usages)
-        for i, tu in enumerate(token_usages):
-            rid = tu.get("response_id")
-            if not isinstance(rid, str) or not rid:
+        for i, rid in enumerate(rids):
+            if type(rid) is not str or not rid:
                 continue
             u = dict(norm_usages[i])
             u["usage_id"] = usage_id
-            if rid in latency and latency[rid] is not None:
-                u["latency"] = latency[rid]
+            lat = latency.get(rid)
+            if lat is not None:
+                u["latency"] = lat
             if rid in cost_by_id:
                 u["cost"] = cost_by_id[rid]
             elif positional:
                 u["cost"] = norm_costs[i]
                 u["cost_join"] = "position"
-            by_response.setdefault(rid, u)
+            if rid not in by_response:
+                by_response[rid] = u
     return summary, by_response
 
 
@@ -486,34 +508,48 @@ def state_status(state: dict[str, Any]) -> str | None:
 
 
 def state_facts(state: StateView) -> dict[str, Any]:
-    """The base_state facts consumers need, flat (the whole file stays in ``metadata['state']``)."""
+    """The base_state facts consumers need, flat (the whole file stays in ``metadata['state']``).
+    (:class:`StateView`'s properties, read from the dict at once.)"""
     raw = state.raw
+    if not isinstance(raw, dict):
+        raw = {}
     g = raw.get
+    agent = g("agent")
+    if not isinstance(agent, dict) or not agent:
+        agent = {}
+    ag = agent.get
+    llm = ag("llm")
+    if not isinstance(llm, dict) or not llm:
+        llm = {}
+    ws = g("workspace")
+    wd = ws.get("working_dir") if isinstance(ws, dict) else None
     cp = g("confirmation_policy")
     sa = g("security_analyzer")
-    facts = {
-        "conversation_id": g("id") if isinstance(g("id"), str) else None,
-        "agent_kind": state.agent_kind,
-        "model": state.model,
-        "usage_id": state.usage_id,
-        "reasoning_effort": state.reasoning_effort,
-        "working_dir": state.working_dir,
+    v = [g("id"), ag("kind"), llm.get("model"), llm.get("usage_id"), llm.get("reasoning_effort"), g("leaf_event_id"),
+         g("persistence_dir"), g("last_user_message_id")]
+    tools = ag("tools")
+    cond = ag("condenser")
+    hie, mi, ba, tags = g("head_is_empty"), g("max_iterations"), g("blocked_actions"), g("tags")
+    return {
+        "conversation_id": v[0] if type(v[0]) is str else None,
+        "agent_kind": v[1] if type(v[1]) is str else None,
+        "model": v[2] if type(v[2]) is str else None,
+        "usage_id": v[3] if type(v[3]) is str else None,
+        "reasoning_effort": v[4] if type(v[4]) is str else None,
+        "working_dir": wd if type(wd) is str else None,
         "execution_status": state_status(raw),
         "confirmation_policy": cp.get("kind") if isinstance(cp, dict) else None,
         "security_analyzer": sa.get("kind") if isinstance(sa, dict) else None,
-        "leaf_event_id": g("leaf_event_id") if isinstance(g("leaf_event_id"), str) else None,
-        "head_is_empty": g("head_is_empty") if isinstance(g("head_is_empty"), bool) else None,
-        "max_iterations": g("max_iterations") if isinstance(g("max_iterations"), int) else None,
-        "persistence_dir": g("persistence_dir") if isinstance(g("persistence_dir"), str) else None,
-        "last_user_message_id": g("last_user_message_id") if isinstance(g("last_user_message_id"), str) else None,
-        "tools": [t.get("name") for t in state.agent.get("tools") or [] if isinstance(t, dict)]
-        if isinstance(state.agent.get("tools"), list)
-        else [],
-        "condenser": (state.agent.get("condenser") or {}).get("kind") if isinstance(state.agent.get("condenser"), dict) else None,
-        "blocked_actions": g("blocked_actions") if isinstance(g("blocked_actions"), dict) else {},
-        "tags": g("tags") if isinstance(g("tags"), dict) else {},
+        "leaf_event_id": v[5] if type(v[5]) is str else None,
+        "head_is_empty": hie if type(hie) is bool else None,
+        "max_iterations": mi if isinstance(mi, int) else None,
+        "persistence_dir": v[6] if type(v[6]) is str else None,
+        "last_user_message_id": v[7] if type(v[7]) is str else None,
+        "tools": [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else [],
+        "condenser": (cond or {}).get("kind") if isinstance(cond, dict) else None,
+        "blocked_actions": ba if isinstance(ba, dict) else {},
+        "tags": tags if isinstance(tags, dict) else {},
     }
-    return facts
 
 
 def meta_facts(meta: dict) -> dict[str, Any]:
@@ -562,7 +598,21 @@ _READ_PROBLEM = {
     "sdk.event-unreadable": "event {index} could not be read (vanished or unreadable)",
 }
 _READ_CODE = {read_io.TOO_LARGE: "sdk.event-too-large", read_io.UNREADABLE: "sdk.event-unreadable"}
-_load_json = read_io.load_json_sized
+def _load_json(path: str, cap: int) -> tuple[Any, Diagnostic | None, int | None]:
+    """:func:`~trajkit.reading.io.load_json_sized`, with the common case of
+    its lossless check inline (a compact object orjson writes back byte for
+    byte, as the SDK writes ``base_state.json``); anything else takes it."""
+    data, why = read_io.read_capped(path, cap)
+    if data is None:
+        return jsonio.MISSING, why.diagnostic(path, cap), None  # type: ignore[union-attr]
+    try:
+        value = orjson.loads(data)
+        if type(value) is dict and data[1:2] != b"\n" and orjson.dumps(value) == data:
+            return value, None, len(data)
+    except (ValueError, TypeError):
+        pass
+    value, d = jsonio.loads(data, path)
+    return value, d, len(data)
 
 
 def read(root: Path, options: ReadOptions | None = None) -> Session:
@@ -575,7 +625,7 @@ def read(root: Path, options: ReadOptions | None = None) -> Session:
     if paused:
         gc.disable()
     try:
-        return _read(_abs(root), options, 0, set())
+        return _read(_abs(root), options, 0, ())
     finally:
         if paused:
             gc.enable()
@@ -585,7 +635,7 @@ def read_derived(root: Path, options: ReadOptions | None = None) -> Session:
     """The same Session as :func:`read`, with every event field derived while
     reading (the reference lazily built events are checked against)."""
     options = options or ReadOptions()
-    return _read(_abs(root), options, 0, set(), lazy=False)
+    return _read(_abs(root), options, 0, (), lazy=False)
 
 
 def _abs(root: Any) -> Path:
@@ -596,44 +646,99 @@ def _abs(root: Any) -> Path:
     return Path(os.path.abspath(os.fspath(root)))
 
 
-def _read(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy: bool = True) -> Session:
-    s = _read_conversation(root, options, depth, visiting, lazy)
-    run_facts(s, FORMAT_NAME)
+def _read(root: Path, options: ReadOptions, depth: int, visiting: tuple[Any, ...], lazy: bool = True,
+          entries: Any = None, listed: dict[str, Any] | None = None) -> Session:
+    """One conversation and its sub-agents. ``visiting``: the stat identity
+    of each conversation being read above this one (a sub-agent folder that
+    is one of them is a symlink loop); ``entries``: the directory's listing
+    when the caller holds it; ``listed``: the names of directories the
+    caller listed (the verifier look-up answers from them without a stat)."""
+    listed = dict(listed) if listed else {}
+    s = _read_conversation(root, options, depth, visiting, lazy, entries, listed)
+    run_facts(s, FORMAT_NAME, root, _Listed(listed))
     s.outcome = outcome(s)
     return s
 
 
-def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: set[str], lazy: bool = True) -> Session:
-    s = Session(format=FORMAT_NAME, source_path=str(root), view="events")
-    tz = _zone(options.tz, s)
+class _Listed:
+    """``absent`` / ``is_dir`` / ``is_file`` for :func:`~trajkit.vocab.trials.find_verifier_dir`:
+    a path whose directory the read listed and that is not in the listing is
+    neither, without a system call; anything else asks the disk."""
+
+    __slots__ = ("names",)
+
+    def __init__(self, names: dict[str, Any]) -> None:
+        self.names = names
+
+    def _listed_out(self, path: str) -> bool:
+        """Whether ``path``'s folder was listed without it (paths as ``find_verifier_dir`` joins them)."""
+        parent, _, name = path.rpartition(os.sep)
+        listing = self.names.get(parent or os.sep)
+        return listing is not None and name not in listing
+
+    def absent(self, path: str) -> bool:
+        """Certainly not there: listed out, or one ``access`` says so (a
+        miss raises no exception, unlike a failing stat: half its cost)."""
+        if self._listed_out(path):
+            return True
+        try:
+            return not os.access(path, os.F_OK)
+        except ValueError:  # a NUL in the name: the stat below says no
+            return False
+
+    def is_dir(self, path: str) -> bool:
+        return not self.absent(path) and os.path.isdir(path)
+
+    def is_file(self, path: str) -> bool:
+        return not self.absent(path) and os.path.isfile(path)
+
+
+def _list_dir(root_s: str) -> list[tuple[str, bool]]:
+    """(name, is a directory) per entry of ``root_s``, in name order; raises OSError."""
+    with os.scandir(root_s) as it:
+        return sorted(_listing(it))
+
+
+def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: tuple[Any, ...], lazy: bool = True,
+                       entries: Any = None, listed: dict[str, Any] | None = None) -> Session:
+    root_s = str(root)
+    s = Session(format=FORMAT_NAME, source_path=root_s, view="events")
+    tz = _zone(options.tz, s) if options.tz else None
     if options.view not in (None, "events"):
         s.diag("sdk.unknown-view", f"view {options.view!r} asked for; an SDK conversation has one view, events", WARNING)
     cap = options.max_file_bytes
-    root_s = str(root)
-    if not root.is_dir():
-        s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
-        return s
 
     # --- every top-level entry of the conversation directory, (name, is a
     # directory) in name order: as detection listed it (its hint,
-    # layout.listing_hint), else listed here
-    hint = options.hint
-    if type(hint) is tuple and len(hint) == 2 and hint[0] == root_s:
-        entries = hint[1]
-    else:
-        try:
-            entries = sorted(_listing(os.scandir(root_s)))
-        except OSError as e:
-            s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
-            return s
+    # layout.listing_hint) or the parent conversation did, else listed here
+    if entries is None:
+        hint = options.hint
+        if type(hint) is tuple and len(hint) == 2 and hint[0] == root_s:
+            entries = hint[1]
+        else:
+            try:
+                entries = _list_dir(root_s)
+            except (NotADirectoryError, FileNotFoundError):
+                s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
+                return s
+            except OSError as e:
+                if not os.path.isdir(root_s):
+                    s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
+                    return s
+                s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
+                return s
+    names = [name for name, _ in entries]
+    if listed is not None:
+        listed[root_s] = names
     state_raw: Any = jsonio.MISSING
     meta_raw: Any = jsonio.MISSING
     child_dirs: list[Path] = []
     have_events_dir = False
     # a bare folder: event files right here, no events/ and no base_state.json
-    bare = layout.is_bare_listing([name for name, _ in entries])
+    bare = layout.is_bare_listing(names)
+    base = root_s if root_s.endswith(os.sep) else root_s + os.sep  # os.path.join(root_s, name), for names from a listing
     for name, is_dir in entries:
-        path = os.path.join(root_s, name)
+        path = base + name
         if bare and not is_dir and layout.is_bare_event_name(name):
             continue  # an event file: scan_events accounts for it
         if name == layout.STATE_FILE and not is_dir:
@@ -678,14 +783,18 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             have_events_dir = True
         elif name == layout.SUBAGENTS_DIR and is_dir:
             try:
-                subs = sorted(os.scandir(path), key=lambda x: x.name)
+                with os.scandir(path) as it:
+                    subs = sorted(it, key=lambda x: x.name)
             except OSError as err:
                 s.diag("sdk.dir-unreadable", f"cannot list subagents/: {err.strerror or err}", WARNING, file=path)
                 subs = []
+            else:
+                if listed is not None:
+                    listed[path] = [sub.name for sub in subs]
             for sub in subs:
                 try:
                     if sub.is_dir():
-                        child_dirs.append(Path(sub.path))
+                        child_dirs.append(sub)
                     else:
                         s.files.append(SourceFile(sub.path, "other", "unused", _size(sub)))
                 except OSError:
@@ -709,7 +818,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         s.diag("sdk.state-missing", "no base_state.json; state facts (model, status, leaf) are unknown", WARNING, file=os.path.join(root_s, layout.STATE_FILE))
 
     # --- events
-    events_dir = root_s if bare else os.path.join(root_s, layout.EVENTS_DIR)
+    events_dir = root_s if bare else base + layout.EVENTS_DIR
     if bare:
         scan = layout.scan_events(events_dir, bare=True)
     else:
@@ -718,30 +827,31 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         s.diag("sdk.events-missing", "no events/ directory; the conversation has no events", WARNING, file=events_dir)
     s.diagnostics.extend(scan.diagnostics)
     conv = ingest_events(s, _DirectoryEvents(scan, cap, "" if bare else layout.EVENTS_DIR + "/"), state, state_raw, meta_raw, options, tz, lazy,
-                         state_file=os.path.join(root_s, layout.STATE_FILE), fallback_id=root.name)
+                         state_file=base + layout.STATE_FILE, fallback_id=root.name)
 
     # --- children
     if child_dirs:
-        try:
-            visiting = visiting | {os.path.realpath(root)}
-        except OSError:
-            visiting = visiting | {str(root)}
-    for cd in child_dirs:
+        visiting = visiting + (_identity(root_s),)
+    for sub in child_dirs:
+        cd = sub.path
         if depth + 1 > MAX_CHILD_DEPTH:
-            s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=str(cd))
+            s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=cd)
             break
         try:
-            creal = os.path.realpath(cd)
+            st = sub.stat()  # symlinks followed (the entry's own cache)
+            key: Any = (st.st_dev, st.st_ino)
         except OSError:
-            creal = str(cd)
-        if creal in visiting:
-            s.diag("sdk.symlink-loop", "sub-agent directory leads back to a conversation being read (symlink loop); not read", WARNING, file=str(cd))
+            key = None
+        if key is not None and key in visiting:
+            s.diag("sdk.symlink-loop", "sub-agent directory leads back to a conversation being read (symlink loop); not read", WARNING, file=cd)
             continue
-        if not layout.is_conversation_dir(cd):
-            s.files.append(SourceFile(str(cd), "other", "unused", None, note="subagents/ entry that is not a conversation"))
-            s.diag("sdk.child-not-conversation", "subagents/ entry holds no conversation", INFO, file=str(cd))
+        probe = Probe()
+        if not layout.is_conversation_dir(cd, probe):
+            s.files.append(SourceFile(cd, "other", "unused", None, note="subagents/ entry that is not a conversation"))
+            s.diag("sdk.child-not-conversation", "subagents/ entry holds no conversation", INFO, file=cd)
             continue
-        child = _read(cd, options, depth + 1, visiting, lazy)
+        hint = layout.listing_hint(probe, cd)  # the listing the check made
+        child = _read(Path(cd), options, depth + 1, visiting, lazy, hint[1] if hint is not None else None, listed)
         child.metadata["parent_id"] = s.id
         s.children.append(child)
 
@@ -764,7 +874,8 @@ class _DirectoryEvents:
         """(decoded event, file path, index, the id its name gives, size, ref line) per readable file."""
         cap = self.cap
         files_append = s.files.append
-        loads = jsonio.fast_loads
+        loads, dumps = orjson.loads, orjson.dumps
+        fast_loads = jsonio.fast_loads
         read_capped = read_io.read_capped
         for ef in self.scan.ordered:
             path = ef.path
@@ -775,10 +886,15 @@ class _DirectoryEvents:
                 files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
                 s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
                 continue
+            d = None
             try:
+                # jsonio.fast_loads' common case inline: a compact object that
+                # orjson writes back byte for byte lost nothing (the SDK writes
+                # its events so); anything else takes fast_loads' checks
                 raw = loads(data)
-                d = None
-            except ValueError:  # not JSON, or suspicious: the careful decode says what
+                if type(raw) is not dict or data[1:2] == b"\n" or dumps(raw) != data:
+                    raw = fast_loads(data)
+            except (ValueError, TypeError):  # not JSON, or suspicious (orjson cannot write it back): the careful decode says what
                 raw, d = jsonio.loads(data, path)
             if type(raw) is not dict:
                 files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))
@@ -823,8 +939,6 @@ class Ingested(NamedTuple):
     pairing: Any
 
     def build_steps(self, s: Session) -> None:
-        from .stepping import build_steps
-
         build_steps(s, self.places, self.pairing)
 
 
@@ -868,6 +982,9 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
     accounted = source.read
+    # the directory's accounting (one SourceFile per event file read), without a call per event
+    direct = type(source) is _DirectoryEvents
+    files_append = s.files.append
     for raw, path, index, name_id, size, line in source.items(s):
         g = raw.get
         kind = g("kind")
@@ -964,7 +1081,10 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
                     answer_of[target] = pos
         elif kind == "ACPToolCallEvent":
             acp_seen = True
-        accounted(s, path, size, eid)
+        if direct:
+            files_append(SourceFile(path, "event", "read", size, [eid], EVENT))
+        else:
+            accounted(s, path, size, eid)
         events.append(ev)
         kinds.append(typ)
         extras.append(added)
@@ -1065,8 +1185,6 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
             if t:
                 s.task, s.task_source = t, "meta.json initial_message"
 
-    from .stepping import Pairing
-
     return Ingested(b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size))
 
 
@@ -1084,6 +1202,15 @@ def _size(entry: os.DirEntry) -> int | None:
         return entry.stat().st_size
     except OSError:
         return None
+
+
+def _identity(path: str) -> Any:
+    """A directory's identity (device, inode; symlinks followed), or its path when it cannot be had."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path
+    return (st.st_dev, st.st_ino)
 
 
 def _stat_size(path: str) -> int | None:

@@ -243,8 +243,8 @@ def _child_prompt(child: Session) -> str | None:
     return None
 
 
-def _step_prompts(step: Step, s: Session) -> list[str]:
-    ev = s.event_by_id(step.action_event_id)
+def _step_prompts(step: Step, by_id: dict[Any, Any]) -> list[str]:
+    ev = by_id.get(step.action_event_id)
     if ev is None or not ev.tool_calls:
         return []
     args = ev.tool_calls[0].arguments
@@ -274,10 +274,13 @@ def match_children(s: Session) -> None:
     by_response = s.metadata.get("usage_by_response", {})
     task_steps: dict[str, Step] = {}
     spawn_steps: list[Step] = []
+    by_id: dict[Any, Any] = {}  # Session.event_by_id for every step: the first event of each id
+    for e in s.events:
+        by_id.setdefault(e.id, e)
     for st in s.steps:
         if st.tool_type in _SPAWNING_TOOLS:
             spawn_steps.append(st)
-        obs = s.event_by_id(st.observation_event_id)
+        obs = by_id.get(st.observation_event_id)
         if obs is not None and isinstance(obs.raw, dict):
             o = obs.raw.get("observation")
             if isinstance(o, dict) and isinstance(o.get("task_id"), str):
@@ -295,14 +298,14 @@ def match_children(s: Session) -> None:
         start = _ts(child.events[0].timestamp) if child.events else None
         if match is None:
             prompt = _child_prompt(child)
-            cands = [st for st in spawn_steps if prompt is not None and prompt in _step_prompts(st, s)]
+            cands = [st for st in spawn_steps if prompt is not None and prompt in _step_prompts(st, by_id)]
             if cands:
                 if start is not None and len(cands) > 1:
-                    cands.sort(key=lambda st: abs(((_ts(_event_ts(s, st.action_event_id)) or start) - start).total_seconds()))
+                    cands.sort(key=lambda st: abs(((_ts(_event_ts(by_id, st.action_event_id)) or start) - start).total_seconds()))
                 match = (cands[0], "prompt", "the child's first user message is the action's prompt")
         if match is None and start is not None:
             for st in spawn_steps:
-                a, o = _ts(_event_ts(s, st.action_event_id)), _ts(_event_ts(s, st.observation_event_id))
+                a, o = _ts(_event_ts(by_id, st.action_event_id)), _ts(_event_ts(by_id, st.observation_event_id))
                 if a is not None and o is not None and a <= start <= o:
                     match = (st, "timestamp", "the child started between the action and its answer")
                     break
@@ -316,6 +319,6 @@ def match_children(s: Session) -> None:
         child.metadata["spawned_by"] = {"step_id": st.step_id, "action_event_id": st.action_event_id, "method": method}
 
 
-def _event_ts(s: Session, event_id: Any) -> str | None:
-    ev = s.event_by_id(event_id)
+def _event_ts(by_id: dict[Any, Any], event_id: Any) -> str | None:
+    ev = by_id.get(event_id)
     return ev.timestamp if ev is not None else None

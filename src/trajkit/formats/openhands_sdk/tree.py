@@ -125,6 +125,14 @@ def branch(
                 leaf_i = i
                 b.leaf_source = "last-event"
                 break
+    n = len(ids)
+    if leaf_i is not None and leaf_i == n - 1 and len(index) == n and parents[0] is None and parents[1:] == ids[:-1]:
+        # a linear log whose leaf is its last event (the common case): the walk
+        # below would visit every event, leaf to first, and find nothing odd
+        b.leaf = ids[leaf_i]
+        b.active = list(ids)  # type: ignore[arg-type]
+        b.place = [ACTIVE] * n
+        return b
     path: list[int] = []
     seen: set[int] = set()
     cur = leaf_i
