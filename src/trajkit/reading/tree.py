@@ -6,7 +6,8 @@ detect what is left. Inside :func:`shared_listings` every such walk (this
 module's :func:`walk` and :func:`scandir`, and every
 :class:`~trajkit.reading.probe.Probe`) lists a folder with the operating
 system once; the other walks get the same entries back. Outside it they are
-plain ``os.scandir`` / ``os.walk``.
+plain ``os.scandir`` / ``os.walk`` (through the filesystem seam,
+:mod:`.fs`: in memory while a run archive's group is read).
 
 The listings live as long as the ``with`` block, in the current context only
 (a :mod:`contextvars` variable): a thread that runs discovery in the
@@ -19,6 +20,8 @@ import contextlib
 import contextvars
 import os
 from typing import Callable, Iterator
+
+from .fs import current as _mounted
 
 _listings: contextvars.ContextVar[dict[str, list[os.DirEntry] | OSError] | None] = contextvars.ContextVar(
     "trajkit_listings", default=None
@@ -43,20 +46,26 @@ def scandir(path: str | os.PathLike) -> list[os.DirEntry]:
     made a list); raises ``OSError`` as it does. Cached inside :func:`shared_listings`."""
     cache = _listings.get()
     if cache is None:
-        with os.scandir(path) as it:
-            return list(it)
+        return _scandir(path)
     p = os.fspath(path)
     got = cache.get(p)
     if got is None:
         try:
-            with os.scandir(p) as it:
-                got = list(it)
+            got = _scandir(p)
         except OSError as e:
             got = e
         cache[p] = got
     if isinstance(got, OSError):
         raise got
     return got
+
+
+def _scandir(path: str | os.PathLike) -> list:
+    t = _mounted()  # the filesystem seam (reading.fs), inlined: every listing of a discovery comes here
+    if t is None:
+        with os.scandir(path) as it:
+            return list(it)
+    return t.scandir(path)
 
 
 def walk(top: str | os.PathLike, onerror: Callable[[OSError], None] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:

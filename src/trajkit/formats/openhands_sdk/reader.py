@@ -21,6 +21,7 @@ import orjson
 
 from ... import jsonio
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...reading import fs
 from ...reading import io as read_io
 from ...model import (
     ACTION,
@@ -610,7 +611,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         s.diag("sdk.unknown-view", f"view {options.view!r} asked for; an SDK conversation has one view, events", WARNING)
     cap = options.max_file_bytes
     root_s = str(root)
-    if not root.is_dir():
+    if not fs.isdir(root):
         s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
         return s
 
@@ -622,7 +623,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
         entries = hint[1]
     else:
         try:
-            entries = sorted(_listing(os.scandir(root_s)))
+            entries = sorted(_listing(fs.scandir(root_s)))
         except OSError as e:
             s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
             return s
@@ -678,7 +679,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             have_events_dir = True
         elif name == layout.SUBAGENTS_DIR and is_dir:
             try:
-                subs = sorted(os.scandir(path), key=lambda x: x.name)
+                subs = sorted(fs.scandir(path), key=lambda x: x.name)
             except OSError as err:
                 s.diag("sdk.dir-unreadable", f"cannot list subagents/: {err.strerror or err}", WARNING, file=path)
                 subs = []
@@ -691,7 +692,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
                 except OSError:
                     continue
         elif name == layout.OBSERVATIONS_DIR and is_dir:
-            for dirpath, _dirs, fnames in os.walk(path):
+            for dirpath, _dirs, fnames in fs.walk(path):
                 for fn in sorted(fnames):
                     fp = os.path.join(dirpath, fn)
                     s.files.append(SourceFile(fp, "observation-output", "unused", _stat_size(fp), note="full tool output the SDK saved"))
@@ -723,7 +724,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
     # --- children
     if child_dirs:
         try:
-            visiting = visiting | {os.path.realpath(root)}
+            visiting = visiting | {fs.realpath(root)}
         except OSError:
             visiting = visiting | {str(root)}
     for cd in child_dirs:
@@ -731,7 +732,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
             s.diag("sdk.children-too-deep", f"sub-agents nest deeper than {MAX_CHILD_DEPTH}; not read", WARNING, file=str(cd))
             break
         try:
-            creal = os.path.realpath(cd)
+            creal = fs.realpath(cd)
         except OSError:
             creal = str(cd)
         if creal in visiting:
@@ -1088,7 +1089,7 @@ def _size(entry: os.DirEntry) -> int | None:
 
 def _stat_size(path: str) -> int | None:
     try:
-        return os.stat(path).st_size
+        return fs.stat(path).st_size
     except OSError:
         return None
 
@@ -1102,7 +1103,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     state_raw, d, _ = _load_json(os.path.join(root_s, layout.STATE_FILE), max_file_bytes)
     bare = layout.is_bare_event_dir(root_s)
     if not isinstance(state_raw, dict):
-        if os.path.exists(os.path.join(root_s, layout.STATE_FILE)):
+        if fs.exists(os.path.join(root_s, layout.STATE_FILE)):
             diags.append(Diagnostic("sdk.state-malformed", "base_state.json is not a readable JSON object", ERROR, file=os.path.join(root_s, layout.STATE_FILE)))
         elif bare:
             pass  # a bare folder of event files has no state by design
@@ -1111,7 +1112,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         state_raw = {}
     meta_path = os.path.join(root_s, layout.META_FILE)
     meta_raw: Any = {}
-    if os.path.isfile(meta_path):
+    if fs.isfile(meta_path):
         meta_raw, d, _ = _load_json(meta_path, max_file_bytes)
         if not isinstance(meta_raw, dict):
             diags.append(Diagnostic("sdk.meta-malformed", "meta.json is not a readable JSON object", ERROR, file=meta_path))
@@ -1132,7 +1133,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         cost = c if isinstance(c, (int, float)) else None
     subs = os.path.join(root_s, layout.SUBAGENTS_DIR)
     try:
-        n_sub = sum(1 for e in os.scandir(subs) if e.is_dir()) if os.path.isdir(subs) else 0
+        n_sub = sum(1 for e in fs.scandir(subs) if e.is_dir()) if fs.isdir(subs) else 0
     except OSError:
         n_sub = 0
     toks = [v for st in stats.values() for k, v in (st.get("accumulated_token_usage") or {}).items()
