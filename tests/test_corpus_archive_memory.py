@@ -1,9 +1,10 @@
 """Run archives are read in place, never extracted.
 
 - every format family's example runs, packed into an archive, give the same
-  sessions, steps and table rows as the same files read from disk (the disk
-  read is the independent route: the operating system's files, read without
-  the archive code);
+  sessions, steps, tool calls, diagnostics, certificates and turns (every
+  table's rows) as the same files read from disk (the disk read is the
+  independent route: the operating system's files, read without the archive
+  code);
 - an opencode store whose writes still sit in its ``-wal`` reads the same
   from an archive (the frames applied in memory) as SQLite's own read-only
   open of the files on disk;
@@ -72,11 +73,14 @@ def _copy_example(example: Path, runs: Path) -> None:
         shutil.copytree(example.parent, runs / example.parent.name, symlinks=True)
 
 
-def _normal(rows: dict[str, list[dict]], key: str) -> dict[str, list[dict]]:
+def _normal(rows: dict[str, list[dict]], where: str) -> dict[str, list[str]]:
+    """Each table's rows, without the columns that say where the run was read from, and with
+    the folder it was read under (``where``: the disk folder, or the archive) written ``<WHERE>``
+    in messages that quote a file's address."""
     out = {}
     for table, rs in rows.items():
-        out[table] = sorted(
-            (repr(sorted((k, v) for k, v in r.items() if k not in _WHERE)) for r in rs))
+        out[table] = sorted(repr(sorted((k, v.replace(where, "<WHERE>") if isinstance(v, str) else v)
+                                        for k, v in r.items() if k not in _WHERE)) for r in rs)
     return out
 
 
@@ -91,7 +95,7 @@ def _disk_rows(runs: Path, task: IndexTask, scratch: Path) -> dict[str, dict[str
         for ref in discover([d]):
             u = unit_of(ref, str(d))
             assert u.rel.startswith(runs.name + "/"), u.rel
-            got[u.rel[len(runs.name) + 1:]] = _normal(task(u).rows, u.rel)
+            got[u.rel[len(runs.name) + 1:]] = _normal(task(u).rows, str(d))
     return got
 
 
@@ -114,7 +118,7 @@ def _archive_rows(arc: Path, task: IndexTask, top: str) -> tuple[dict[str, dict[
                 own.append(row)
                 continue
             by_run.setdefault(rel, {t: [] for t in r.rows})[table].append(row)
-    return {rel: _normal(rows, rel) for rel, rows in by_run.items()}, own
+    return {rel: _normal(rows, str(arc)) for rel, rows in by_run.items()}, own
 
 
 @pytest.mark.parametrize("fmt", [pytest.param(f, id=f.name) for f in registry.formats()])
@@ -123,7 +127,7 @@ def test_every_format_reads_from_an_archive_as_from_disk(fmt, tmp_path):
     for ex in fmt.example_paths():
         if not (runs / (ex.name if ex.is_dir() else ex.parent.name)).exists():
             _copy_example(ex, runs)
-    task = IndexTask(IndexOptions())
+    task = IndexTask(IndexOptions(certify=True, turns=True))
     disk = _disk_rows(runs, task, tmp_path / "disk")
     assert disk, f"{fmt.name}: no run found on disk under {runs}"
     assert any(rows["runs"] and "'format', '" + fmt.name + "'" in rows["runs"][0] for rows in disk.values()), \

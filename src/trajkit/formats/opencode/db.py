@@ -176,10 +176,13 @@ def _open_memory(path: str, tree: Any) -> tuple[Store | None, list[Diagnostic]]:
     image = apply_wal(tree.data(path) or b"", wal or b"")
     if len(image) >= 20 and image[18] == 2 and image[19] == 2:
         image[18] = image[19] = 1  # WAL mode in the header: the in-memory copy has no -wal beside it
+    if not hasattr(sqlite3.Connection, "deserialize"):  # Python 3.10, or an SQLite built without it
+        return None, [Diagnostic("opencode.db-unreadable", "a store inside an archive is read from memory, which needs "
+                                 "sqlite3's Connection.deserialize (Python 3.11 or later); not read", ERROR, file=path)]
     try:
         con = sqlite3.connect(":memory:", check_same_thread=False)
         try:
-            con.deserialize(bytes(image))
+            con.deserialize(image)  # SQLite takes its own copy
             con.execute("PRAGMA query_only=ON")
             tables = _introspect(con)
         except sqlite3.Error:
