@@ -38,7 +38,6 @@ import tarfile
 import time
 import zipfile
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import IO, Any, Iterator
 
 from ..reading.fs import MemoryTree
@@ -82,7 +81,7 @@ def safe_name(name: str) -> str | None:
     n = name.replace("\\", "/")
     if n.startswith("/") or (len(n) > 1 and n[1] == ":"):
         return None
-    parts = [p for p in PurePosixPath(n).parts if p not in ("", ".")]
+    parts = [p for p in n.split("/") if p not in ("", ".")]  # PurePosixPath(n).parts for a relative n, without the objects
     if not parts or any(p == ".." for p in parts):
         return None
     return "/".join(parts)

@@ -56,8 +56,9 @@ def _missing(path: str) -> FileNotFoundError:
 
 
 class MemoryTree:
-    """Files held in memory under a mount point: ``files`` maps member paths
-    (``/``-separated, relative) to ``(bytes, mtime)``. Folders are implied by
+    """Files held in memory under a mount point: ``files`` gives member paths
+    (``/``-separated, relative, with no empty, ``.`` or ``..`` part: see
+    :func:`trajkit.corpus.archive.safe_name`) with their bytes and mtime. Folders are implied by
     the paths; the mount point and its ancestors are folders. Listings are in
     name order. Read-only: it offers no way to write."""
 
@@ -78,17 +79,20 @@ class MemoryTree:
                 break
             dirs.setdefault(parent, {})[name] = True
             d = parent
+        sep = os.sep
         for rel, data, mt in files:
             parts = rel.split("/")
-            p = os.path.join(root, *parts)
             # where the member would go: every folder above it free of a file, and no entry of its name yet
             why = None
             d = root
-            for i, part in enumerate(parts[:-1]):
-                d = os.path.join(d, part)
+            ancestors = []
+            for i in range(len(parts) - 1):
+                d = d + sep + parts[i]
                 if d in self._files:
                     why = "File exists" if i == len(parts) - 2 else "Not a directory"
                     break
+                ancestors.append(d)
+            p = d + sep + parts[-1]
             if why is None and (p in self._files or p in dirs):
                 why = "File exists"
             if why is not None:
@@ -97,10 +101,11 @@ class MemoryTree:
                 continue
             self._files[p] = (data, mt)
             d = root
-            for part in parts[:-1]:
+            for part, a in zip(parts, ancestors):
                 dirs[d][part] = True
-                d = os.path.join(d, part)
-                dirs.setdefault(d, {})
+                d = a
+                if d not in dirs:
+                    dirs[d] = {}
             dirs[d][parts[-1]] = False
         self._dirs = {k: dict(sorted(v.items())) for k, v in dirs.items()}
         # a distinct inode per entry: walks that cut loops by (device, inode) see different folders
