@@ -284,3 +284,38 @@ def test_clashing_members_keep_the_first(tmp_path):
     assert [(p.code, p.member) for p in problems] == [("archive.member-clash", m) for m in ("r/a.json", "r/a.json/b", "r/d")]
     assert tree.data(tmp_path / "a.tar.gz" / "r" / "a.json") == b"1"
     assert tree.kind(tmp_path / "a.tar.gz" / "r" / "d") == "dir"
+
+
+# the os calls a reader must make through trajkit.reading.fs (or io / Probe / tree), so that it reads a run
+# inside an archive as on disk; a new direct call would read nothing from an archive, silently
+_OS_CALLS = {"os.scandir", "os.listdir", "os.stat", "os.lstat", "os.walk", "os.open", "os.path.isfile", "os.path.isdir",
+             "os.path.exists", "os.path.lexists", "os.path.getsize", "os.path.getmtime", "os.path.islink"}
+
+
+def _dotted(node) -> str | None:
+    import ast
+
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def test_readers_look_at_files_only_through_the_seam():
+    import ast
+
+    src = Path(registry.__file__).parent
+    found = []
+    for p in sorted([*(src / "formats").rglob("*.py"), *(src / "vocab").rglob("*.py")]):
+        tree = ast.parse(p.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _dotted(node.func)
+            if name in _OS_CALLS or name == "open" or (name == "sqlite3.connect" and p.name != "db.py"):
+                found.append(f"{p.relative_to(src)}:{node.lineno}: {name}(...)")
+    assert not found, "direct filesystem calls in readers (use trajkit.reading.fs / io / Probe):\n" + "\n".join(found)
