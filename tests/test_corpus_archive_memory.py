@@ -319,3 +319,19 @@ def test_readers_look_at_files_only_through_the_seam():
             if name in _OS_CALLS or name == "open" or (name == "sqlite3.connect" and p.name != "db.py"):
                 found.append(f"{p.relative_to(src)}:{node.lineno}: {name}(...)")
     assert not found, "direct filesystem calls in readers (use trajkit.reading.fs / io / Probe):\n" + "\n".join(found)
+
+
+def test_a_shared_listing_cache_keeps_nothing_of_a_mount(tmp_path):
+    """Discovery's shared listings (reading.tree) outlive a mount when one encloses it: two groups
+    mounted one after the other at the same archive path each list their own members."""
+    from trajkit.reading import tree
+
+    root = str(tmp_path / "a.zip")
+    first = fs.MemoryTree(root, [("g1/x.json", b"1", 0.0)])
+    second = fs.MemoryTree(root, [("g2/y.json", b"2", 0.0)])
+    with tree.shared_listings():
+        with fs.mounted(first):
+            assert [e.name for e in tree.scandir(root)] == ["g1"]
+        with fs.mounted(second):
+            assert [e.name for e in tree.scandir(root)] == ["g2"]
+            assert [(d, f) for d, _, f in tree.walk(root)] == [(root, []), (os.path.join(root, "g2"), ["y.json"])]

@@ -44,28 +44,25 @@ def shared_listings() -> Iterator[None]:
 def scandir(path: str | os.PathLike) -> list[os.DirEntry]:
     """The entries of a folder, in the operating system's order (``os.scandir``
     made a list); raises ``OSError`` as it does. Cached inside :func:`shared_listings`."""
+    t = _mounted()  # the filesystem seam (reading.fs), inlined: every listing of a discovery comes here
+    if t is not None:
+        return t.scandir(path)  # a memory tree's listing is never kept: a shared cache may outlive the mount
     cache = _listings.get()
     if cache is None:
-        return _scandir(path)
+        with os.scandir(path) as it:
+            return list(it)
     p = os.fspath(path)
     got = cache.get(p)
     if got is None:
         try:
-            got = _scandir(p)
+            with os.scandir(p) as it:
+                got = list(it)
         except OSError as e:
             got = e
         cache[p] = got
     if isinstance(got, OSError):
         raise got
     return got
-
-
-def _scandir(path: str | os.PathLike) -> list:
-    t = _mounted()  # the filesystem seam (reading.fs), inlined: every listing of a discovery comes here
-    if t is None:
-        with os.scandir(path) as it:
-            return list(it)
-    return t.scandir(path)
 
 
 def walk(top: str | os.PathLike, onerror: Callable[[OSError], None] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
