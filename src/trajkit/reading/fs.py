@@ -2,9 +2,9 @@
 run archive's members held in memory.
 
 Readers, detection and discovery look at files only through this module
-(listings, ``stat``, "is it a file / a folder", and the capped reads of
-:mod:`.io`). By default every function here is the plain ``os`` call it
-names. Inside :func:`mounted` they answer from a :class:`MemoryTree` instead:
+(listings, ``stat``, "is it a file / a folder"), the capped reads of
+:mod:`.io` and the walks of :mod:`.tree`. By default every function here is
+the plain ``os`` call it names. Inside :func:`mounted` they answer from a :class:`MemoryTree` instead:
 the members of one group of a run archive (:mod:`trajkit.corpus.archive`),
 addressed by virtual paths ``<archive path>/<member path>``. The archive's
 own path is a folder there, so every ``os.path`` string operation a reader
@@ -274,10 +274,3 @@ def realpath(path: str | os.PathLike) -> str:
 def iterdir(path: "os.PathLike[str]") -> list:
     """``Path.iterdir`` made a list: ``path / name`` for each name of the folder."""
     return [path / n for n in listdir(path)]  # type: ignore[operator]
-
-
-def walk(top: str | os.PathLike, onerror: Callable[[OSError], None] | None = None) -> Iterator[tuple[str, list[str], list[str]]]:
-    """``os.walk(top, onerror=onerror)`` (see :func:`trajkit.reading.tree.walk`)."""
-    from .tree import walk as _walk
-
-    return _walk(top, onerror)

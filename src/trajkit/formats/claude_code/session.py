@@ -13,6 +13,7 @@ from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...jsonio import MISSING
 from ...model import ReadOptions, Session, SourceFile
 from ...reading import fs
+from ...reading import tree as read_tree
 from ...reading.builder import SessionBuilder
 from ...reading.listing import session_row
 from ...reading.probe import Probe
@@ -40,7 +41,7 @@ def _companion_files(main: Path, b: SessionBuilder) -> None:
     comp = main.with_suffix("")
     if not b.probe.is_dir(comp):
         return
-    for dirpath, dirnames, filenames in fs.walk(comp):
+    for dirpath, dirnames, filenames in read_tree.walk(comp):
         dirnames.sort()
         for n in sorted(filenames):
             p = Path(dirpath) / n

@@ -22,6 +22,7 @@ import orjson
 from ... import jsonio
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...reading import fs
+from ...reading import tree as read_tree
 from ...reading import io as read_io
 from ...model import (
     ACTION,
@@ -692,7 +693,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: s
                 except OSError:
                     continue
         elif name == layout.OBSERVATIONS_DIR and is_dir:
-            for dirpath, _dirs, fnames in fs.walk(path):
+            for dirpath, _dirs, fnames in read_tree.walk(path):
                 for fn in sorted(fnames):
                     fp = os.path.join(dirpath, fn)
                     s.files.append(SourceFile(fp, "observation-output", "unused", _stat_size(fp), note="full tool output the SDK saved"))
