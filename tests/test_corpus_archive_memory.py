@@ -335,3 +335,33 @@ def test_a_shared_listing_cache_keeps_nothing_of_a_mount(tmp_path):
         with fs.mounted(second):
             assert [e.name for e in tree.scandir(root)] == ["g2"]
             assert [(d, f) for d, _, f in tree.walk(root)] == [(root, []), (os.path.join(root, "g2"), ["y.json"])]
+
+
+def test_a_memory_tree_refuses_as_the_disk_does(tmp_path):
+    """Reads, stats and listings of what is not there (or not a file) fail in memory with the
+    operating system's own reasons, the ones the same paths give on disk."""
+    from trajkit.reading.io import head, read_capped, read_range
+
+    (tmp_path / "f.json").write_bytes(b'{"a": 1}')
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "g").write_bytes(b"")
+    tree = fs.MemoryTree(str(tmp_path / "x.zip"), [("f.json", b'{"a": 1}', 0.0), ("dir/g", b"", 0.0)])
+
+    def seen(base: Path, rel: str) -> list:
+        p = str(base / rel)
+        out: list = [read_capped(p), read_capped(p, 3), read_range(p, 2, 3), head(p, 4)]
+        for fn in (fs.stat, fs.scandir, fs.listdir):
+            try:
+                r = fn(p)
+                out.append(("ok", r.st_size if fn is fs.stat and not fs.isdir(p) else None))
+            except OSError as e:
+                out.append((type(e).__name__, e.strerror))
+        out += [fs.isfile(p), fs.isdir(p), fs.exists(p)]
+        return [(o[0], o[1].code, o[1].reason) if isinstance(o, tuple) and len(o) == 2 and hasattr(o[1], "code") else o
+                for o in out]
+
+    for rel in ("f.json", "f.json/sub", "f.json/a/b", "nope", "dir", "dir/g", "dir/nope"):
+        disk = seen(tmp_path, rel)
+        with fs.mounted(tree):
+            mem = seen(tmp_path / "x.zip", rel)
+        assert mem == disk, rel

@@ -134,6 +134,21 @@ class MemoryTree:
             return "dir"
         return None
 
+    def missing(self, path: str | os.PathLike) -> OSError:
+        """The error the operating system gives for a path that is not there:
+        ``ENOTDIR`` when a file stands where one of its folders should be,
+        else ``ENOENT``."""
+        k = self._key(path)
+        d = os.path.dirname(k)
+        while d not in self._dirs:
+            if d in self._files:
+                return NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), k)
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        return _missing(k)
+
     def stat(self, path: str | os.PathLike) -> os.stat_result:
         k = self._key(path)
         got = self._files.get(k)
@@ -141,7 +156,7 @@ class MemoryTree:
             return _stat_result(_FILE_MODE, self._ino[k], len(got[0]), got[1])
         if k in self._dirs:
             return _stat_result(_DIR_MODE, self._ino[k], 0, self._mtime)
-        raise _missing(k)
+        raise self.missing(k)
 
     def scandir(self, path: str | os.PathLike) -> list["MemoryEntry"]:
         k = self._key(path)
@@ -149,7 +164,7 @@ class MemoryTree:
         if kids is None:
             if k in self._files:
                 raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), k)
-            raise _missing(k)
+            raise self.missing(k)
         base = os.fspath(path)
         return [MemoryEntry(self, name, os.path.join(base, name), is_dir) for name, is_dir in kids.items()]
 

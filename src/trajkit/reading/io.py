@@ -180,7 +180,7 @@ def _mem_range(tree: Any, path: str | os.PathLike, offset: int, length: int | No
         kind = tree.kind(path)
         if kind == "dir":
             return None, Refusal(UNREADABLE, None, "a directory, not a regular file; not read")
-        return None, Refusal(UNREADABLE, None, os.strerror(2 if kind is None else 20))
+        return None, Refusal(UNREADABLE, None, tree.missing(path).strerror)
     if length is None:
         if len(data) > cap:
             return None, Refusal(TOO_LARGE, len(data), "")
