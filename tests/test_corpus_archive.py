@@ -173,10 +173,10 @@ def test_tar_zst_without_zstandard_is_a_row(runs_dir, tmp_path):
     make_tar(runs_dir, store / "runs.tar.zst", "zst")
     out = tmp_path / "idx"
     code = ("import sys; sys.modules['zstandard'] = None\n"
-            "from trajkit.cli import main\n"
-            f"sys.argv = ['trajkit', 'index', {str(store)!r}, '--out', {str(out)!r}, '--engine', 'serial', '-q']\n"
-            "main()")
-    subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+            "from trajkit.cli import run\n"  # the console entry (pyproject's [project.scripts])
+            f"run(['index', {str(store)!r}, '--out', {str(out)!r}, '--engine', 'serial', '-q'])")
+    proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
     from trajkit.corpus.archive import ZSTD_MISSING
 
     diags = table(out, "diagnostics")
