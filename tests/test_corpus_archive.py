@@ -1,12 +1,12 @@
 """Run archives (.tar.zst, .tar.gz, .zip) indexed member by member: the same
-rows as the unpacked runs, zip-slip and links refused, size caps applied,
-nothing written outside the private scratch folder."""
+rows as the unpacked runs, zip-slip and links refused, size caps applied, a
+damaged archive or a missing zstandard a diagnostic row. That nothing is
+written while archives are read: tests/test_corpus_archive_memory.py."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import tarfile
 import zipfile
@@ -89,12 +89,6 @@ def test_archive_rows_equal_the_unpacked_runs(runs_dir, tmp_path, kind):
     # step rows and their files are the same, relative to the run root
     steps = sorted((s["step_id"], s["action"], s["action_file"]) for s in table(out, "steps"))
     assert steps == sorted((s["step_id"], s["action"], s["action_file"]) for s in table(plain, "steps"))
-    # nothing of the archive is left in the scratch folder
-    from trajkit.corpus.archive import scratch_root
-
-    assert not [n for n in os.listdir(scratch_root()) if n.startswith("trajkit-archive-") and
-                os.stat(os.path.join(scratch_root(), n)).st_uid == os.getuid() and
-                os.path.getmtime(os.path.join(scratch_root(), n)) >= os.path.getmtime(arc)]
 
 
 def test_zip_slip_and_links_are_refused(runs_dir, tmp_path):
@@ -166,3 +160,24 @@ def test_a_damaged_archive_is_a_row_not_a_failure(tmp_path):
     assert doc["found"] == 2
     codes = sorted(d["code"] for d in table(out, "diagnostics"))
     assert codes == ["archive.unreadable", "archive.unreadable"]
+
+
+def test_tar_zst_without_zstandard_is_a_row(runs_dir, tmp_path):
+    """Without the optional zstandard package (its import blocked in a fresh
+    interpreter), a .tar.zst is one ``archive.unreadable`` row naming the extra."""
+    import subprocess
+    import sys
+
+    store = tmp_path / "store"
+    store.mkdir()
+    make_tar(runs_dir, store / "runs.tar.zst", "zst")
+    out = tmp_path / "idx"
+    code = ("import sys; sys.modules['zstandard'] = None\n"
+            "from trajkit.cli import run\n"  # the console entry (pyproject's [project.scripts])
+            f"run(['index', {str(store)!r}, '--out', {str(out)!r}, '--engine', 'serial', '-q'])")
+    proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    from trajkit.corpus.archive import ZSTD_MISSING
+
+    diags = table(out, "diagnostics")
+    assert [(d["code"], d["message"]) for d in diags] == [("archive.unreadable", ZSTD_MISSING)]

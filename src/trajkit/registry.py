@@ -47,6 +47,7 @@ from typing import Any, Callable, Iterator
 
 from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
+from .reading import fs as _fs
 from .reading.probe import Probe, logical_abspath
 
 #: The entry-point group every format is loaded from (entry points as packaging
@@ -755,11 +756,11 @@ def split_member(path: str | os.PathLike) -> tuple[str, str | None]:
     path that exists as written (a file whose name holds ``#``) names no
     member, nor does one with no existing part before a ``#``."""
     s = os.fspath(path)
-    if "#" not in s or os.path.lexists(s):
+    if "#" not in s or _fs.lexists(s):
         return s, None
     i = len(s)
     while (i := s.rfind("#", 0, i)) > 0:  # the longest part that exists is the container
-        if i + 1 < len(s) and os.path.lexists(s[:i]):
+        if i + 1 < len(s) and _fs.lexists(s[:i]):
             return s[:i], s[i + 1:]
     return s, None
 
@@ -956,7 +957,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         return session
     det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
-        if not os.path.exists(p):
+        if not _fs.exists(p):
             raise DetectionError(f"{p}: no such file or directory")
         raise DetectionError(
             f"{p}: no known format matches (known: {', '.join(f.name for f in formats())}); "
@@ -1040,7 +1041,7 @@ def members(path: str | os.PathLike, format: str | None = None, options: ReadOpt
         det = detect(raw, decide_only=True)
         if det.format is None or det.match is None:
             p = _abs_path(raw)
-            if not os.path.exists(p):
+            if not _fs.exists(p):
                 raise DetectionError(f"{p}: no such file or directory")
             raise DetectionError(f"{p}: no known format matches; try `trajkit detect --why`")
         fmt, root = det.format, Path(det.match.root)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..jsonio import MISSING
+from ..reading import fs
 from ..reading.io import load_json, read_bytes
 
 SUCCEEDED = "Succeeded"
@@ -427,7 +428,7 @@ def parse_harbor_verifier_dir(d: Path) -> ResultSet:
     """Checks from a harbor ``verifier/`` directory: ``ctrf.json`` per test and ``reward.txt``."""
     rs = ResultSet(str(d), "harbor-verifier")
     ctrf = d / "ctrf.json"
-    if ctrf.is_file():
+    if fs.isfile(ctrf):
         doc, diags = load_json(ctrf, MAX_RESULT_BYTES)
         if doc is MISSING:
             rs.problem = f"{ctrf}: " + "; ".join(x.message for x in diags)
@@ -439,7 +440,7 @@ def parse_harbor_verifier_dir(d: Path) -> ResultSet:
         rs.checks.extend(sub.checks)
         rs.declared = sub.declared
     reward = d / "reward.txt"
-    if reward.is_file():
+    if fs.isfile(reward):
         data, diag = read_bytes(reward, 1 << 20)
         if data is None:
             rs.problem = diag.message if diag else "reward.txt unreadable"
@@ -448,7 +449,7 @@ def parse_harbor_verifier_dir(d: Path) -> ResultSet:
         rs.checks.append(_reward_check("reward", text.splitlines()[0] if text else ""))
         if rs.declared is not None:
             rs.declared += 1
-    if not ctrf.is_file() and not reward.is_file():
+    if not fs.isfile(ctrf) and not fs.isfile(reward):
         rs.problem = "verifier directory has neither ctrf.json nor reward.txt"
     return rs
 
@@ -456,19 +457,19 @@ def parse_harbor_verifier_dir(d: Path) -> ResultSet:
 def load_results(path: str | os.PathLike) -> ResultSet:
     """Read one results source (a file, a harbor ``verifier/`` directory or a trial directory)."""
     p = Path(path)
-    if p.is_dir():
-        if (p / "ctrf.json").is_file() or (p / "reward.txt").is_file():
+    if fs.isdir(p):
+        if fs.isfile(p / "ctrf.json") or fs.isfile(p / "reward.txt"):
             return parse_harbor_verifier_dir(p)
-        if (p / "verifier").is_dir():
+        if fs.isdir(p / "verifier"):
             return parse_harbor_verifier_dir(p / "verifier")
         for name in ("results.json", "result.json"):
-            if (p / name).is_file():
+            if fs.isfile(p / name):
                 return load_results(p / name)
-        reports = sorted(x for x in p.iterdir() if x.is_file() and (x.suffix.lower() == ".xml" or x.name.endswith(".json")))
+        reports = sorted(x for x in fs.iterdir(p) if fs.isfile(x) and (x.suffix.lower() == ".xml" or x.name.endswith(".json")))
         if reports:  # a directory of reports (e.g. one JUnit file per suite): all of them
             return merge([load_results(x) for x in reports])
         return ResultSet(str(p), "unknown", problem="directory holds no verifier/, results.json, result.json or report files")
-    if not p.exists():
+    if not fs.exists(p):
         return ResultSet(str(p), "unknown", problem="no such results file")
     if p.name == "reward.txt":
         return parse_harbor_verifier_dir(p.parent)

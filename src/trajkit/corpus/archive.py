@@ -1,17 +1,19 @@
 """Run archives (``.tar.zst``, ``.tar.gz`` / ``.tgz``, ``.zip``) read member by member.
 
 An archive is read as a stream, one member after the other (a ``.zip`` by
-its central directory); the archive is never unpacked as a whole. Members
-are taken in *groups*: the members under one top-level folder of the archive
-(under the second level when the whole archive sits in one folder, as
-``tar czf runs.tar.gz runs/`` makes it). Readers read paths, so each group
-is written, alone and capped, into a private folder in memory-backed
-storage (``/dev/shm`` when the machine has it, else the temporary
-directory), the runs in it are found with :func:`~trajkit.corpus.discover`
-and read, and the folder is removed before the next group is taken. At most
-one group is held at a time; its size is capped (``max_group_bytes``).
+its central directory); it is never extracted: nothing of it is written to
+any filesystem. Members are taken in *groups*: the members under one
+top-level folder of the archive (under the second level when the whole
+archive sits in one folder, as ``tar czf runs.tar.gz runs/`` makes it).
+Each group is held in memory as a :class:`~trajkit.reading.fs.MemoryTree`
+mounted at the archive's own path (:func:`group_tree`): while it is mounted
+(:func:`trajkit.reading.fs.mounted`, for the current call only) the readers,
+detection and :func:`~trajkit.corpus.discover` see the archive as a folder
+of its members, addressed ``<archive path>/<member path>``, and nothing
+else. At most one group is held at a time; its size is capped
+(``max_group_bytes``).
 
-Refused, each with a diagnostic and never written anywhere:
+Refused, each with a diagnostic and never read by a reader:
 
 - ``archive.unsafe-member``: an absolute name, a name with a ``..`` part or
   a drive, a symbolic or hard link, a device or FIFO member (zip-slip and
@@ -31,14 +33,14 @@ Refused, each with a diagnostic and never written anywhere:
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import tarfile
-import tempfile
+import time
 import zipfile
 from dataclasses import dataclass
-from pathlib import PurePosixPath
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any, Iterator
+
+from ..reading.fs import MemoryTree
 
 SUFFIXES = (".tar.zst", ".tar.gz", ".tgz", ".zip")
 
@@ -79,7 +81,7 @@ def safe_name(name: str) -> str | None:
     n = name.replace("\\", "/")
     if n.startswith("/") or (len(n) > 1 and n[1] == ":"):
         return None
-    parts = [p for p in PurePosixPath(n).parts if p not in ("", ".")]
+    parts = [p for p in n.split("/") if p not in ("", ".")]  # PurePosixPath(n).parts for a relative n, without the objects
     if not parts or any(p == ".." for p in parts):
         return None
     return "/".join(parts)
@@ -99,8 +101,15 @@ def _zip_is_link(info: zipfile.ZipInfo) -> bool:
     return kind not in (0, stat.S_IFREG, stat.S_IFDIR)
 
 
-def _members(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, bytes]]:
-    """``(name, data)`` of every safe regular member, in archive order, within the caps."""
+def _zip_mtime(info: zipfile.ZipInfo) -> float:
+    try:
+        return time.mktime((*info.date_time, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return 0.0
+
+
+def _members(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, bytes, float]]:
+    """``(name, data, mtime)`` of every safe regular member, in archive order, within the caps."""
     total = 0
     count = 0
     lower = path.lower()
@@ -147,7 +156,7 @@ def _members(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[s
                     with zf.open(info) as f:
                         data = account(safe, _Capped.read(f, caps.max_member_bytes))
                     if data is not None:
-                        yield safe, data
+                        yield safe, data, _zip_mtime(info)
             return
         with _tar_stream(path) as tf:
             for m in tf:
@@ -163,7 +172,7 @@ def _members(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[s
                 f = tf.extractfile(m)
                 data = account(safe, _Capped.read(f, caps.max_member_bytes) if f is not None else b"")
                 if data is not None:
-                    yield safe, data
+                    yield safe, data, float(m.mtime)
     except _Stop:
         return
     except _NoZstd:
@@ -211,21 +220,13 @@ class _tar_stream:
                 pass
 
 
-def scratch_root() -> str:
-    """Where groups are written: ``/dev/shm`` (memory) when usable, else the temporary directory."""
-    shm = "/dev/shm"
-    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return tempfile.gettempdir()
-
-
-def groups(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, list[tuple[str, bytes]]]]:
-    """The archive's members in groups ``(prefix, [(name, data), ...])``:
+def groups(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str, list[tuple[str, bytes, float]]]]:
+    """The archive's members in groups ``(prefix, [(name, data, mtime), ...])``:
     consecutive members under the same top-level folder (the second level
     when every member so far sits in one top folder). A group over
     ``max_group_bytes`` is dropped with ``archive.group-too-large``."""
     cur_key: str | None = None
-    cur: list[tuple[str, bytes]] = []
+    cur: list[tuple[str, bytes, float]] = []
     size = 0
     over = False
     wrapper: str | None = None
@@ -237,7 +238,7 @@ def groups(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str
             return f"{parts[0]}/{parts[1]}"
         return parts[0] if len(parts) > 1 else name
 
-    for name, data in _members(path, caps, problems):
+    for name, data, mtime in _members(path, caps, problems):
         if not decided:
             first = name.split("/")
             wrapper = first[0] if len(first) > 2 else None
@@ -254,29 +255,23 @@ def groups(path: str, caps: Caps, problems: list[Problem]) -> Iterator[tuple[str
             problems.append(Problem("archive.group-too-large", k, f"the members under {k}/ exceed {caps.max_group_bytes} bytes; its runs are not read"))
             cur, over = [], True
             continue
-        cur.append((name, data))
+        cur.append((name, data, mtime))
     if cur_key is not None and not over:
         yield cur_key, cur
 
 
-def with_group(members: list[tuple[str, bytes]], fn: Callable[[str], Any], problems: list[Problem]) -> Any:
-    """Write ``members`` into a private scratch folder, call ``fn(folder)``,
-    remove the folder (whatever ``fn`` does). A member that cannot be placed
-    (a name given twice, a file where a folder is) is ``archive.member-clash``."""
-    d = tempfile.mkdtemp(prefix="trajkit-archive-", dir=scratch_root())
+def group_tree(path: str, members: list[tuple[str, bytes, float]], problems: list[Problem]) -> MemoryTree:
+    """The members of one group as a read-only tree in memory, mounted at the
+    archive's own path (absolute): mount it with
+    :func:`trajkit.reading.fs.mounted` to read its runs. A member that cannot
+    be placed (a name given twice, a file where a folder is) is
+    ``archive.member-clash``: the first one is kept."""
     try:
-        for name, data in members:
-            target = os.path.join(d, *name.split("/"))
-            if not os.path.abspath(target).startswith(d + os.sep):  # safe_name already refused these
-                continue
-            try:
-                os.makedirs(os.path.dirname(target), exist_ok=True)
-                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            except OSError as e:
-                problems.append(Problem("archive.member-clash", name, f"cannot be placed: {e.strerror or e}; the first one is kept"))
-                continue
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        return fn(d)
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        mtime = 0.0
+
+    def clash(name: str, why: str) -> None:
+        problems.append(Problem("archive.member-clash", name, f"cannot be placed: {why}; the first one is kept"))
+
+    return MemoryTree(os.path.abspath(path), members, mtime, on_clash=clash)

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..reading import fs
+
 #: How many directory levels below a given path the walk looks.
 MAX_DEPTH = 8
 
@@ -42,12 +44,9 @@ class RunRef:
 def _looks_like_certificate(p: Path) -> bool:
     if p.suffix != ".json":
         return False
-    try:
-        with open(p, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return False
-    return b"trajkit.certificate/" in head
+    from ..reading.io import head
+
+    return b"trajkit.certificate/" in head(os.fspath(p), 4096)
 
 
 def _named(found: Path, given: Path, given_abs: Path) -> Path:
@@ -68,7 +67,7 @@ def _root_is(det, p: Path) -> bool:
     if os.path.abspath(root) == os.path.abspath(p):
         return True
     try:
-        return Path(root).resolve() == p.resolve()
+        return fs.realpath(root) == fs.realpath(p)
     except OSError:
         return False
 
@@ -140,7 +139,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
     added = [0]  # runs found so far
 
     def add(refs: list[RunRef], ref: RunRef, key: str | None = None) -> None:
-        key = key or os.path.realpath(ref.path)
+        key = key or fs.realpath(ref.path)
         if key not in seen:
             seen.add(key)
             added[0] += 1
@@ -152,14 +151,14 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
     for raw in paths:
         given = Path(raw)
         refs: list[RunRef] = []
-        if not os.path.exists(split_member(given)[0]):
+        if not fs.exists(split_member(given)[0]):
             out.append(refs)
             continue
-        if given.is_file() and archives and is_archive(given):
+        if fs.isfile(given) and archives and is_archive(given):
             add(refs, RunRef(given, ARCHIVE, None, str(raw)))
             out.append(refs)
             continue
-        if given.is_file() and certificates and _looks_like_certificate(given):
+        if fs.isfile(given) and certificates and _looks_like_certificate(given):
             add(refs, RunRef(given, CERTIFICATE, None, str(raw)))
             out.append(refs)
             continue
@@ -169,7 +168,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 add(refs, RunRef(p, RUN, det.format.name, str(raw)))
             out.append(refs)
             continue
-        if not given.is_dir():
+        if not fs.isdir(given):
             out.append(refs)
             continue
         given_abs = Path(os.path.abspath(given))
@@ -187,7 +186,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 continue
             for s in listed:
                 p = _named(Path(s), given, given_abs)
-                rp = os.path.realpath(p)
+                rp = fs.realpath(p)
                 add(refs, RunRef(p, RUN, fmt.name, str(raw)), rp)
                 claimed.append(rp)
 
@@ -195,12 +194,12 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
         # hidden entries are not walked, except a file a format names exactly (a run kept under a dot name)
         dot_names = {fp for f in formats() for fp in f.fingerprints
                      if fp.startswith(".") and "/" not in fp and not any(c in fp for c in "*?[")}
-        real_given = os.path.realpath(given)
+        real_given = fs.realpath(given)
         given_s = os.fspath(given_abs)
 
         def real(cs: str) -> str:
             # the walk follows no symlinked folder, so an entry's real path is the given root's plus its relative path
-            return real_given + cs[len(given_s):] if cs.startswith(given_s + os.sep) else os.path.realpath(cs)
+            return real_given + cs[len(given_s):] if cs.startswith(given_s + os.sep) else fs.realpath(cs)
 
         def inside_claimed(cs: str) -> bool:
             r = real(cs)

@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..reading import fs
 from .tables import TABLES, Relativizer, run_id, run_row, session_rows
 
 
@@ -130,7 +131,7 @@ class IndexTask:
             out.unreadable += 1
             return
         src = session.source_path or root_for_paths
-        rel = Relativizer(src, os.path.isdir(src))
+        rel = Relativizer(src, fs.isdir(src))
         totals = session_rows(session, rid, rel, out.rows)
         out.rows["runs"].append(run_row(session, rid, unit, totals, version))
         out.runs += 1
@@ -198,16 +199,17 @@ class IndexTask:
         problems: list[archive.Problem] = []
         aid = unit.run_id
 
-        def index_group(folder: str) -> None:
-            for ref in discover([folder]):
-                inner = os.path.relpath(os.fspath(ref.path), folder).replace(os.sep, "/")
-                sub = Unit(path=os.fspath(ref.path), source=f"{unit.source}!/{inner}", root=unit.root,
-                           rel=f"{unit.rel}!/{inner}", size=_tree_size(os.fspath(ref.path).split("#", 1)[0]),
-                           mtime=unit.mtime)
-                self._one(sub.path, sub, sub.path, out)
-
         for _prefix, members in archive.groups(unit.path, caps, problems):
-            archive.with_group(members, index_group, problems)
+            group = archive.group_tree(unit.path, members, problems)
+            del members
+            folder = group.root
+            with fs.mounted(group):  # the archive's path is a folder of the group's members, for this call only
+                for ref in discover([folder]):
+                    inner = os.path.relpath(os.fspath(ref.path), folder).replace(os.sep, "/")
+                    sub = Unit(path=os.fspath(ref.path), source=f"{unit.source}!/{inner}", root=unit.root,
+                               rel=f"{unit.rel}!/{inner}", size=group.size_under(os.fspath(ref.path).split("#", 1)[0]),
+                               mtime=unit.mtime)
+                    self._one(sub.path, sub, sub.path, out)
         for p in problems:
             out.rows["diagnostics"].append(_diag_row(aid, p.code, p.severity, p.message, p.member))
         if not out.runs and not problems:
@@ -246,19 +248,6 @@ def change_key(path: str) -> tuple[int, float]:
         except OSError:
             continue
     return size, newest
-
-
-def _tree_size(path: str) -> int:
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    total = 0
-    for d, _, files in os.walk(path):
-        for f in files:
-            try:
-                total += os.path.getsize(os.path.join(d, f))
-            except OSError:
-                pass
-    return total
 
 
 def _diag_row(rid: str, code: str, severity: str, message: str, file: str | None) -> dict[str, Any]:

@@ -14,6 +14,10 @@ format at once:
   reading it (``file.too-large``), so a 2 GB sparse file costs one ``fstat``;
 - a file that grows while it is read is cut at the cap and refused.
 
+The files are the operating system's, or a run archive's members held in
+memory while one of its groups is read (:mod:`.fs`): the same rules, the
+same refusals, no system call.
+
 :func:`read_capped` is the measured fast path (one ``open``, one ``fstat``,
 one ``read``, one ``close`` for a file that does not change); it returns a
 short problem code instead of a :class:`~trajkit.model.Diagnostic` so hot
@@ -38,6 +42,7 @@ import orjson
 
 from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads, suspicious_reencoded
 from ..diagnostics import ERROR, WARNING, Diagnostic
+from .fs import current as _mounted
 
 #: Problem codes of :func:`read_capped`.
 TOO_LARGE = "file.too-large"
@@ -86,6 +91,9 @@ def read_capped(path: str, cap: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | N
     """The bytes of the regular file ``path`` (at most ``cap``), or None and
     why not. Never raises, never blocks, never reads more than ``cap + 1``
     bytes."""
+    tree = _mounted()
+    if tree is not None:
+        return _mem_range(tree, path, 0, None, cap)
     try:
         fd = os.open(path, _O_FLAGS)
     except OSError as e:
@@ -127,6 +135,9 @@ def read_range(path: str, offset: int, length: int, cap: int = DEFAULT_MAX_FILE_
     blocks, a range over ``cap`` is refused unread."""
     if length > cap:
         return None, Refusal(TOO_LARGE, length, "")
+    tree = _mounted()
+    if tree is not None:
+        return _mem_range(tree, path, offset, length, cap)
     try:
         fd = os.open(path, _O_FLAGS)
     except OSError as e:
@@ -145,6 +156,9 @@ def read_range(path: str, offset: int, length: int, cap: int = DEFAULT_MAX_FILE_
 def head(path: str, n: int) -> bytes:
     """The first ``n`` bytes (fewer when the file is shorter) of the regular
     file ``path``; ``b""`` when it is not a regular file or cannot be read."""
+    tree = _mounted()
+    if tree is not None:
+        return (tree.data(path) or b"")[:n]
     try:
         fd = os.open(path, _O_FLAGS)
     except OSError:
@@ -157,6 +171,21 @@ def head(path: str, n: int) -> bytes:
         return b""
     finally:
         os.close(fd)
+
+
+def _mem_range(tree: Any, path: str | os.PathLike, offset: int, length: int | None, cap: int) -> tuple[bytes | None, Refusal | None]:
+    """:func:`read_capped` (``length`` None) or :func:`read_range` of a file of a mounted memory tree."""
+    data = tree.data(path)
+    if data is None:
+        kind = tree.kind(path)
+        if kind == "dir":
+            return None, Refusal(UNREADABLE, None, "a directory, not a regular file; not read")
+        return None, Refusal(UNREADABLE, None, tree.missing(path).strerror)
+    if length is None:
+        if len(data) > cap:
+            return None, Refusal(TOO_LARGE, len(data), "")
+        return data, None
+    return data[offset:offset + length], None
 
 
 def read_bytes(path: str | os.PathLike, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[bytes | None, Diagnostic | None]:

@@ -18,6 +18,8 @@ import os
 import stat as _stat
 from typing import Any
 
+from . import fs as _fs
+from .fs import current as _mounted
 from .io import head as _head
 from .tree import scandir as _scandir
 
@@ -104,7 +106,8 @@ class Probe:
         if st is _MISSING:
             self.calls += 1
             try:
-                st = os.stat(p)
+                t = _mounted()  # the filesystem seam (reading.fs), inlined: one stat per path of every detection
+                st = os.stat(p) if t is None else t.stat(p)
             except (OSError, ValueError):
                 st = None
             self._st[p] = st
@@ -233,7 +236,7 @@ def logical_abspath(path: str | os.PathLike) -> str:
     """
     p = os.fspath(path)
     logical = os.path.abspath(p)
-    if ".." not in p.split(os.sep) or os.path.lexists(logical) or not os.path.lexists(p):
+    if ".." not in p.split(os.sep) or _fs.lexists(logical) or not _fs.lexists(p):
         return logical
     parts = os.path.join(os.getcwd(), p).split(os.sep) if not os.path.isabs(p) else p.split(os.sep)
     out = os.sep
@@ -241,8 +244,8 @@ def logical_abspath(path: str | os.PathLike) -> str:
         if part in ("", "."):
             continue
         if part == "..":
-            if os.path.islink(out):
-                out = os.path.dirname(os.path.realpath(out))
+            if _fs.islink(out):
+                out = os.path.dirname(_fs.realpath(out))
             else:
                 out = os.path.dirname(out)
             continue

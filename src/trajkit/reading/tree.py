@@ -6,7 +6,8 @@ detect what is left. Inside :func:`shared_listings` every such walk (this
 module's :func:`walk` and :func:`scandir`, and every
 :class:`~trajkit.reading.probe.Probe`) lists a folder with the operating
 system once; the other walks get the same entries back. Outside it they are
-plain ``os.scandir`` / ``os.walk``.
+plain ``os.scandir`` / ``os.walk`` (through the filesystem seam,
+:mod:`.fs`: in memory while a run archive's group is read).
 
 The listings live as long as the ``with`` block, in the current context only
 (a :mod:`contextvars` variable): a thread that runs discovery in the
@@ -22,6 +23,8 @@ import contextvars
 import os
 import stat
 from typing import Callable, Iterator
+
+from .fs import current as _mounted
 
 _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = contextvars.ContextVar(
     "trajkit_listings", default=None
@@ -117,6 +120,9 @@ def scandir(path: str | os.PathLike) -> list[os.DirEntry] | list[Entry]:
     """The entries of a folder, in the operating system's order (``os.scandir``
     made a list); raises ``OSError`` as it does. Cached inside
     :func:`shared_listings`, as :class:`Entry` objects."""
+    t = _mounted()  # the filesystem seam (reading.fs), inlined: every listing of a discovery comes here
+    if t is not None:
+        return t.scandir(path)  # a memory tree's listing is never kept: a shared cache may outlive the mount
     cache = _listings.get()
     if cache is None:
         with os.scandir(path) as it:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import Outcome, TrialResult
+from ..reading import fs
 
 TERMINAL_BENCH = "terminal-bench"
 HARBOR = "harbor"
@@ -37,7 +38,7 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     ``probe`` (a :class:`~trajkit.reading.probe.Probe`): answer from the
     listings a reader already holds (the run's own folder) instead of a stat."""
     d = str(root) if isinstance(root, Path) else str(Path(root))  # a Path is normalized already
-    isdir, isfile = (probe.is_dir, probe.is_file) if probe is not None else (os.path.isdir, os.path.isfile)
+    isdir, isfile = (probe.is_dir, probe.is_file) if probe is not None else (fs.isdir, fs.isfile)
     for _ in range(4):
         v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it
         if isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt"))):

@@ -60,6 +60,7 @@ from ...model import (
     SpawnLink,
     Usage,
 )
+from ...reading import fs
 from ...reading.builder import SessionBuilder
 from ...reading.pairing import pair_by_call_id
 from ...spec import asf as spec
@@ -247,7 +248,7 @@ def _session(path: Path, data: bytes, b: SessionBuilder, session: Session, depth
         sid = o.get("session")
         cid = o.get("call_id") if isinstance(o.get("call_id"), str) else None
         p = path.parent / f"{sid}.jsonl" if isinstance(sid, str) else None
-        if p is None or not p.is_file() or depth >= _MAX_DEPTH or str(p) in seen:
+        if p is None or not fs.isfile(p) or depth >= _MAX_DEPTH or str(p) in seen:
             session.diag("asf.subsession-missing",
                          f"link rel=subsession names session {sid!r}, not found as {sid}.jsonl beside the file", INFO,
                          file=file, event_id=lev.id)

@@ -53,6 +53,7 @@ from ...model import (
     SpawnLink,
     Usage,
 )
+from ...reading import fs
 from ...reading.builder import SessionBuilder
 from ...reading.pairing import pair_by_call_id
 from .names import ATIF_TOOLS, NAME
@@ -358,7 +359,7 @@ class _Reader:
             path = p["source"].get("path")
             if not isinstance(path, str) or re.match(r"^[a-z]+://", path):
                 continue
-            if not (base / path).exists():
+            if not fs.exists(base / path):
                 self.diag(session, "atif.media-missing", f"media file {path} (relative to the trajectory) is not there", INFO, event_id=eid)
 
     # ------------------------------------------------------------ sub-agents
@@ -404,7 +405,7 @@ class _Reader:
                 linked.add(tid)
             elif tpath is not None:
                 p = (self.path.parent / tpath)
-                if depth < 8 and p.is_file():
+                if depth < 8 and fs.isfile(p):
                     child = read_file(p, self.b, depth + 1)
                     method = "atif subagent_trajectory_ref.trajectory_path"
                 else:

@@ -12,6 +12,8 @@ from typing import Any
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...jsonio import MISSING
 from ...model import ReadOptions, Session, SourceFile
+from ...reading import fs
+from ...reading import tree as read_tree
 from ...reading.builder import SessionBuilder
 from ...reading.listing import session_row
 from ...reading.probe import Probe
@@ -39,7 +41,7 @@ def _companion_files(main: Path, b: SessionBuilder) -> None:
     comp = main.with_suffix("")
     if not b.probe.is_dir(comp):
         return
-    for dirpath, dirnames, filenames in os.walk(comp):
+    for dirpath, dirnames, filenames in read_tree.walk(comp):
         dirnames.sort()
         for n in sorted(filenames):
             p = Path(dirpath) / n
@@ -173,13 +175,13 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     diags = diagnostics if diagnostics is not None else []
     p = Path(os.path.abspath(os.fspath(root)))
     probe = Probe()
-    if not p.exists():
+    if not fs.exists(p):
         diags.append(Diagnostic("claude-code.root-missing", "no such file or directory", ERROR, file=str(p)))
         return []
-    if p.is_file():
+    if fs.isfile(p):
         found, _why = layout.session_root(p, probe)
         return [found] if found is not None else []
-    if (p / "projects").is_dir():
+    if fs.isdir(p / "projects"):
         p = p / "projects"
     out: list[Path] = []
 
@@ -191,7 +193,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
 
     project(p)
     try:
-        subdirs = sorted(x for x in p.iterdir() if x.is_dir())
+        subdirs = sorted(x for x in fs.iterdir(p) if fs.isdir(x))
     except OSError as e:
         diags.append(Diagnostic("claude-code.dir-unreadable", f"cannot list: {e.strerror or e}", WARNING, file=str(p)))
         subdirs = []
@@ -216,7 +218,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         try:
             from datetime import datetime, timezone
 
-            updated = datetime.fromtimestamp(os.stat(root).st_mtime, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+            updated = datetime.fromtimestamp(fs.stat(root).st_mtime, tz=timezone.utc).isoformat().replace("+00:00", "Z")
         except OSError:
             updated = None
     return session_row(s, title=title, updated=updated)

@@ -36,6 +36,7 @@ from ...model import (
     TrajkitError,
     Usage,
 )
+from ...reading import fs
 from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
@@ -1032,7 +1033,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     left to their parent; a file is itself when it is a Codex record."""
     diags = diagnostics if diagnostics is not None else []
     p = Path(os.path.abspath(os.fspath(root)))
-    if p.is_file():
+    if fs.isfile(p):
         return [p] if isinstance(sniff(Probe(), p, "*"), Match) else []
     out: dict[str, Path] = {}
     children = 0

@@ -33,6 +33,7 @@ from ...model import (
     TrajkitError,
     Usage,
 )
+from ...reading import fs
 from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
@@ -521,7 +522,7 @@ def _project_dir(root: Path, project_hash: Any) -> str | None:
     except IndexError:
         return None
     pj = home / "projects.json"
-    if not pj.is_file():
+    if not fs.isfile(pj):
         return None
     from ...reading.io import load_json
 
@@ -609,7 +610,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     diags = diagnostics if diagnostics is not None else []
     p = Path(os.path.abspath(os.fspath(root)))
     probe = Probe()
-    if p.is_file():
+    if fs.isfile(p):
         return [p] if isinstance(sniff(probe, p, "*"), Match) else []
     out = []
     for dirpath, dirnames, filenames in tree.walk(p, onerror=lambda e: diags.append(

@@ -12,7 +12,12 @@ Nothing of the store is written:
   of a WAL database does (opencode's own included); the database and its
   ``-wal`` are never written, and no checkpoint runs. When that open fails
   because a writer holds the store locked (exclusive locking mode), it falls
-  back to ``immutable`` (the main file as last checkpointed) and says so.
+  back to ``immutable`` (the main file as last checkpointed) and says so;
+- a store inside a run archive (a memory tree mounted by
+  :mod:`trajkit.reading.fs`) is read from memory: the committed frames of
+  its ``-wal`` member are applied to a copy of its bytes, as SQLite's
+  read-only open applies them, and the copy is handed to an in-memory
+  connection (``Connection.deserialize``) that only reads (``query_only``).
 
 A file that is not an SQLite database, or one whose pages are damaged,
 becomes a diagnostic; an ``sqlite3`` error never leaves this module. Only
@@ -30,11 +35,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 from urllib.parse import quote
 
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...reading import fs
 
 #: How long a read-only open waits for a writer's lock before falling back (seconds).
 BUSY_TIMEOUT = 0.25
@@ -99,7 +106,7 @@ class Store:
 
 def _check_file(path: str, cap: int) -> Diagnostic | None:
     try:
-        st = os.stat(path)
+        st = fs.stat(path)
     except OSError as e:
         return Diagnostic("file.unreadable", f"cannot read file: {e.strerror or e}", ERROR, file=path)
     if not stat.S_ISREG(st.st_mode):
@@ -125,9 +132,12 @@ def open_store(path: str, cap: int = 1 << 30) -> tuple[Store | None, list[Diagno
     bad = _check_file(path, cap)
     if bad is not None:
         return None, [bad]
+    tree = fs.current()
+    if tree is not None:
+        return _open_memory(path, tree)
     diags: list[Diagnostic] = []
     last: Exception | None = None
-    live = os.path.exists(path + "-wal")
+    live = fs.exists(path + "-wal")
     for immutable in ((False, True) if live else (True,)):
         try:
             con = sqlite3.connect(_uri(path, immutable), uri=True, timeout=BUSY_TIMEOUT, check_same_thread=False)
@@ -145,7 +155,7 @@ def open_store(path: str, cap: int = 1 << 30) -> tuple[Store | None, list[Diagno
             continue
         mode = "immutable" if immutable else "ro"
         if immutable and live:
-            side = [s for s in ("-wal",) if os.path.exists(path + s) and os.path.getsize(path + s) > 0]
+            side = [s for s in ("-wal",) if fs.exists(path + s) and fs.getsize(path + s) > 0]
             diags.append(Diagnostic(
                 "opencode.db-locked",
                 f"the store could not be opened read-only with its journal ({last}); read as the main file was last "
@@ -154,6 +164,92 @@ def open_store(path: str, cap: int = 1 << 30) -> tuple[Store | None, list[Diagno
         store = Store(path, con, mode, tables, diags)
         return store, []
     return None, [Diagnostic("opencode.db-unreadable", f"not a readable SQLite store: {last}", ERROR, file=path)]
+
+
+def _open_memory(path: str, tree: Any) -> tuple[Store | None, list[Diagnostic]]:
+    """:func:`open_store` for a store held in memory (a run archive's member):
+    its bytes with the committed writes of its ``-wal`` member applied (as the
+    read-only open of the same files on disk applies them: mode ``ro``; with
+    no ``-wal``, the main file as it is: ``immutable``), deserialized into a
+    connection that only reads. Nothing is written anywhere."""
+    wal = tree.data(path + "-wal")
+    image = apply_wal(tree.data(path) or b"", wal or b"")
+    if len(image) >= 20 and image[18] == 2 and image[19] == 2:
+        image[18] = image[19] = 1  # WAL mode in the header: the in-memory copy has no -wal beside it
+    if not hasattr(sqlite3.Connection, "deserialize"):  # Python 3.10, or an SQLite built without it
+        return None, [Diagnostic("opencode.db-unreadable", "a store inside an archive is read from memory, which needs "
+                                 "sqlite3's Connection.deserialize (Python 3.11 or later); not read", ERROR, file=path)]
+    try:
+        con = sqlite3.connect(":memory:", check_same_thread=False)
+        try:
+            con.deserialize(image)  # SQLite takes its own copy
+            con.execute("PRAGMA query_only=ON")
+            tables = _introspect(con)
+        except sqlite3.Error:
+            con.close()
+            raise
+    except sqlite3.Error as e:
+        return None, [Diagnostic("opencode.db-unreadable", f"not a readable SQLite store: {e}", ERROR, file=path)]
+    return Store(path, con, "immutable" if wal is None else "ro", tables, []), []
+
+
+_WAL_MAGIC = (0x377F0682, 0x377F0683)
+
+
+def _wal_checksum(data: bytes, s0: int, s1: int, order: str) -> tuple[int, int]:
+    words = struct.unpack(f"{order}{len(data) // 4}I", data)
+    for i in range(0, len(words), 2):
+        s0 = (s0 + words[i] + s1) & 0xFFFFFFFF
+        s1 = (s1 + words[i + 1] + s0) & 0xFFFFFFFF
+    return s0, s1
+
+
+def apply_wal(db: bytes, wal: bytes) -> bytearray:
+    """The bytes of the database ``db`` as a reader sees it with its write-ahead
+    log ``wal``: the pages of every frame up to the last commit frame, while
+    the frames' salts and running checksums hold (SQLite's own rule), written
+    over a copy of ``db``. An empty, damaged or foreign ``wal`` leaves the
+    copy as ``db``."""
+    image = bytearray(db)
+    if len(wal) < 32:
+        return image
+    magic, _version, page_size, _seq, salt1, salt2, c1, c2 = struct.unpack(">8I", wal[:32])
+    if magic not in _WAL_MAGIC or page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
+        return image
+    order = ">" if magic & 1 else "<"
+    s0, s1 = _wal_checksum(wal[:24], 0, 0, order)
+    if (s0, s1) != (c1, c2):
+        return image
+    pending: dict[int, bytes] = {}
+    committed: dict[int, bytes] = {}
+    size_pages = None
+    off = 32
+    step = 24 + page_size
+    while off + step <= len(wal):
+        pgno, commit, f_salt1, f_salt2, f_c1, f_c2 = struct.unpack(">6I", wal[off:off + 24])
+        if (f_salt1, f_salt2) != (salt1, salt2) or pgno == 0:
+            break
+        page = wal[off + 24:off + step]
+        s0, s1 = _wal_checksum(wal[off:off + 8], s0, s1, order)
+        s0, s1 = _wal_checksum(page, s0, s1, order)
+        if (s0, s1) != (f_c1, f_c2):
+            break
+        pending[pgno] = page
+        if commit:
+            committed.update(pending)
+            pending.clear()
+            size_pages = commit
+        off += step
+    if size_pages is None:
+        return image
+    want = size_pages * page_size
+    if len(image) < want:
+        image.extend(bytes(want - len(image)))
+    del image[want:]
+    for pgno, page in committed.items():
+        if pgno <= size_pages:
+            image[(pgno - 1) * page_size:pgno * page_size] = page
+    return image
 
 
 def check_schema(store: Store) -> list[str]:

@@ -34,6 +34,7 @@ from typing import Any
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
 from ...jsonio import MISSING, loads
 from ...model import Ref, SourceFile
+from ...reading import fs
 from ...reading.io import iter_jsonl, read_capped
 from .db import Store, check_schema
 
@@ -183,7 +184,7 @@ def load_db(store: Store, sid: str, cap: int) -> NSession | None:
     src = SourceFile(path, "store", "read", _size(path), [])
     ns.files.append(src)
     for side in ("-wal", "-shm"):
-        if os.path.exists(path + side):
+        if fs.exists(path + side):
             ns.files.append(SourceFile(path + side, "store-journal", "read" if store.mode == "ro" else "unused", _size(path + side), [],
                                        "applied by SQLite to the store it sits beside" if store.mode == "ro"
                                        else "not applied: the store was read immutable"))
@@ -251,7 +252,7 @@ def _db_rec(r: dict[str, Any], table: str, path: str, ns: NSession) -> Rec:
 
 def _size(p: str) -> int | None:
     try:
-        return os.stat(p).st_size
+        return fs.stat(p).st_size
     except OSError:
         return None
 
@@ -263,13 +264,13 @@ def storage_index(root: str) -> dict[str, str]:
     out: dict[str, str] = {}
     sdir = os.path.join(root, "session")
     try:
-        projects = sorted(os.listdir(sdir))
+        projects = sorted(fs.listdir(sdir))
     except OSError:
         return out
     for proj in projects:
         pdir = os.path.join(sdir, proj)
         try:
-            names = sorted(os.listdir(pdir))
+            names = sorted(fs.listdir(pdir))
         except OSError:
             continue
         for n in names:
@@ -327,7 +328,7 @@ def load_storage(root: str, sid: str, cap: int, index: dict[str, str] | None = N
         m.parts.sort(key=lambda p: p.id)
     ns.messages = msgs
     todo = os.path.join(root, "todo", sid + ".json")
-    if os.path.isfile(todo):
+    if fs.isfile(todo):
         data, why = read_capped(todo, cap)
         if data is None:
             ns.diagnostics.append(why.diagnostic(todo, cap))  # type: ignore[union-attr]
@@ -342,14 +343,14 @@ def load_storage(root: str, sid: str, cap: int, index: dict[str, str] | None = N
                 ns.extras.append(Rec(f"todo:{sid}", _obj(value) if isinstance(value, dict) else {"todos": value}, value, Ref(todo, f"todo:{sid}"), table="todo"))
     for side, role in (("session_share", "share"),):
         p = os.path.join(root, side, sid + ".json")
-        if os.path.isfile(p):
+        if fs.isfile(p):
             ns.files.append(SourceFile(p, role, "ignored", _size(p), [], "share state, not part of the conversation"))
     return ns
 
 
 def _json_names(d: str) -> list[str]:
     try:
-        return sorted(n for n in os.listdir(d) if n.endswith(".json") and not n.startswith("."))
+        return sorted(n for n in fs.listdir(d) if n.endswith(".json") and not n.startswith("."))
     except OSError:
         return []
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from ...diagnostics import ERROR, INFO, Diagnostic
 from ...model import ReadOptions, Session, SourceFile
+from ...reading import fs
 from ...reading.listing import session_row
 from ...reading import tree
 from ...reading.probe import Probe
@@ -31,11 +32,11 @@ MAX_CHILD_DEPTH = 16
 
 def _kind(root: str) -> str | None:
     probe = Probe()
-    if os.path.isdir(root):
+    if fs.isdir(root):
         if _is_storage(probe, root):
             return "storage"
         return None
-    if not os.path.exists(root):
+    if not fs.exists(root):
         return None
     if os.path.basename(root).endswith(".db") or probe.head(root, 16).startswith(MAGIC):
         return "db"
@@ -46,7 +47,7 @@ def _container(root: str | os.PathLike) -> str:
     """A data folder as the store (or tree) in it; any other path as it is."""
     path = os.fspath(root)
     probe = Probe()
-    if os.path.isdir(path) and not _is_storage(probe, path):
+    if fs.isdir(path) and not _is_storage(probe, path):
         db = _store_in(probe, Path(path))
         if db is not None:
             return str(db)
@@ -230,7 +231,7 @@ def _link_proxy_trace(s: Session, path: str) -> None:
 
     d = os.path.dirname(path)
     try:
-        names = sorted(os.listdir(d))
+        names = sorted(fs.listdir(d))
     except OSError:
         return
     traces = [n for n in names if n in ("trace.jsonl", "trace.json") or (n.startswith("proxy_trace") and n.endswith((".jsonl", ".json")))]
@@ -284,7 +285,7 @@ def members(root: Path, options: ReadOptions) -> list[str]:
 
 def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: set[tuple[int, int]]) -> None:
     try:
-        st = os.stat(root)
+        st = fs.stat(root)
     except OSError:
         return
     key = (st.st_dev, st.st_ino)
@@ -297,7 +298,7 @@ def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: 
         diags.append(Diagnostic("opencode.no-session", f"cannot list directory: {e.strerror or e}", INFO, file=root))
         return
     names = {e.name for e in entries}
-    if "session" in names and ("message" in names or "part" in names) and os.path.isdir(os.path.join(root, "session")):
+    if "session" in names and ("message" in names or "part" in names) and fs.isdir(os.path.join(root, "session")):
         out.append(root)
         return
     for e in entries:
@@ -325,19 +326,19 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     p = os.path.abspath(p)
     probe = Probe()
     containers: list[str] = []
-    if os.path.isfile(p):
+    if fs.isfile(p):
         if _is_db_name(os.path.basename(p)) or _looks_like_foreign_store(probe, p):
             containers.append(p)
         elif _head_kind(probe, p) is not None:
             return [Path(p)]
         else:
             return []
-    elif os.path.isdir(p):
+    elif fs.isdir(p):
         _walk(p, 0, containers, diags, set())
     out: list[Path] = []
     db_ids: dict[str, set[str]] = {}
     for c in containers:
-        if os.path.isfile(c):
+        if fs.isfile(c):
             store, ds = open_store(c)
             if store is None:
                 diags.extend(ds)
@@ -351,7 +352,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
             db_ids[os.path.dirname(c)] = db_ids.get(os.path.dirname(c), set()) | ids
             out += [Path(f"{c}#{r['id']}") for r in rows if isinstance(r.get("id"), str) and not (r.get("parent_id") in ids)]
     for c in containers:
-        if os.path.isdir(c):
+        if fs.isdir(c):
             index = native.storage_index(c)
             sessions = _storage_parents(c, index, 1 << 30)
             ids = {sid for sid, _p, _t in sessions}

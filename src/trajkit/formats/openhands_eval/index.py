@@ -14,6 +14,7 @@ from typing import Any
 from ... import jsonio
 from ...diagnostics import Diagnostic
 from ...model import ReadOptions
+from ...reading import fs
 from ...reading import io as read_io
 from ...reading import tree
 from ...reading.probe import Probe
@@ -53,7 +54,7 @@ _INDEX_CACHE = 8
 
 def _stat_key(path: str) -> tuple[int, int] | None:
     try:
-        st = os.stat(path)
+        st = fs.stat(path)
     except OSError:
         return None
     if not stat.S_ISREG(st.st_mode):
@@ -171,10 +172,10 @@ def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> lis
     p = Path(os.path.abspath(os.fspath(root)))
     files: list[Path] = []
     probe = Probe()
-    if p.is_file():
+    if fs.isfile(p):
         if looks_like_output(p, probe):
             files.append(p)
-    elif p.is_dir():
+    elif fs.isdir(p):
         for dirpath, dirnames, filenames in tree.walk(p):
             depth = len(Path(dirpath).relative_to(p).parts)
             dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < 4)

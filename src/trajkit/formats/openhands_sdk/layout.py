@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ...diagnostics import ERROR, WARNING, Diagnostic
+from ...reading import fs
 from ...reading import tree
 from ...reading.probe import Probe
 
@@ -164,20 +165,20 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     """
     diags = diagnostics if diagnostics is not None else []
     p = Path(os.path.abspath(os.fspath(root)))
-    if not p.exists():
+    if not fs.exists(p):
         diags.append(Diagnostic("sdk.root-missing", "no such file or directory", ERROR, file=str(p)))
         return []
     conv = conversation_dir(p)
     if conv is not None:
         return [conv]
-    if not p.is_dir():
+    if not fs.isdir(p):
         return []
     found: list[Path] = []
     seen: set[tuple[int, int]] = set()
 
     def walk(d: Path, depth: int) -> None:
         try:
-            st = d.stat()
+            st = fs.stat(d)
         except OSError as e:
             diags.append(Diagnostic("sdk.dir-unreadable", f"cannot stat directory: {e.strerror or e}", WARNING, file=str(d)))
             return
@@ -223,7 +224,7 @@ def scan_events(events_dir: str, bare: bool = False) -> EventScan:
     """
     scan = EventScan()
     try:
-        names = os.listdir(events_dir)
+        names = fs.listdir(events_dir)
     except FileNotFoundError:
         return scan
     except OSError as e:

@@ -21,6 +21,8 @@ import orjson
 
 from ... import jsonio
 from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...reading import fs
+from ...reading import tree as read_tree
 from ...reading import io as read_io
 from ...reading.probe import Probe
 from ...model import (
@@ -681,22 +683,23 @@ class _Listed:
         miss raises no exception, unlike a failing stat: half its cost)."""
         if self._listed_out(path):
             return True
+        if fs.current() is not None:  # an archive mounted (reading.fs): no disk to ask
+            return not fs.exists(path)
         try:
             return not os.access(path, os.F_OK)
         except ValueError:  # a NUL in the name: the stat below says no
             return False
 
     def is_dir(self, path: str) -> bool:
-        return not self.absent(path) and os.path.isdir(path)
+        return not self.absent(path) and fs.isdir(path)
 
     def is_file(self, path: str) -> bool:
-        return not self.absent(path) and os.path.isfile(path)
+        return not self.absent(path) and fs.isfile(path)
 
 
 def _list_dir(root_s: str) -> list[tuple[str, bool]]:
     """(name, is a directory) per entry of ``root_s``, in name order; raises OSError."""
-    with os.scandir(root_s) as it:
-        return sorted(_listing(it))
+    return sorted(_listing(fs.scandir(root_s)))
 
 
 def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: tuple[Any, ...], lazy: bool = True,
@@ -722,7 +725,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: t
                 s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
                 return s
             except OSError as e:
-                if not os.path.isdir(root_s):
+                if not fs.isdir(root_s):
                     s.diag("sdk.not-a-directory", "not a conversation directory", ERROR, file=root_s)
                     return s
                 s.diag("sdk.dir-unreadable", f"cannot list the conversation directory: {e.strerror or e}", ERROR, file=root_s)
@@ -783,8 +786,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: t
             have_events_dir = True
         elif name == layout.SUBAGENTS_DIR and is_dir:
             try:
-                with os.scandir(path) as it:
-                    subs = sorted(it, key=lambda x: x.name)
+                subs = sorted(fs.scandir(path), key=lambda x: x.name)
             except OSError as err:
                 s.diag("sdk.dir-unreadable", f"cannot list subagents/: {err.strerror or err}", WARNING, file=path)
                 subs = []
@@ -800,7 +802,7 @@ def _read_conversation(root: Path, options: ReadOptions, depth: int, visiting: t
                 except OSError:
                     continue
         elif name == layout.OBSERVATIONS_DIR and is_dir:
-            for dirpath, _dirs, fnames in os.walk(path):
+            for dirpath, _dirs, fnames in read_tree.walk(path):
                 for fn in sorted(fnames):
                     fp = os.path.join(dirpath, fn)
                     s.files.append(SourceFile(fp, "observation-output", "unused", _stat_size(fp), note="full tool output the SDK saved"))
@@ -1207,7 +1209,7 @@ def _size(entry: os.DirEntry) -> int | None:
 def _identity(path: str) -> Any:
     """A directory's identity (device, inode; symlinks followed), or its path when it cannot be had."""
     try:
-        st = os.stat(path)
+        st = fs.stat(path)
     except OSError:
         return path
     return (st.st_dev, st.st_ino)
@@ -1215,7 +1217,7 @@ def _identity(path: str) -> Any:
 
 def _stat_size(path: str) -> int | None:
     try:
-        return os.stat(path).st_size
+        return fs.stat(path).st_size
     except OSError:
         return None
 
@@ -1229,7 +1231,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
     state_raw, d, _ = _load_json(os.path.join(root_s, layout.STATE_FILE), max_file_bytes)
     bare = layout.is_bare_event_dir(root_s)
     if not isinstance(state_raw, dict):
-        if os.path.exists(os.path.join(root_s, layout.STATE_FILE)):
+        if fs.exists(os.path.join(root_s, layout.STATE_FILE)):
             diags.append(Diagnostic("sdk.state-malformed", "base_state.json is not a readable JSON object", ERROR, file=os.path.join(root_s, layout.STATE_FILE)))
         elif bare:
             pass  # a bare folder of event files has no state by design
@@ -1238,7 +1240,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         state_raw = {}
     meta_path = os.path.join(root_s, layout.META_FILE)
     meta_raw: Any = {}
-    if os.path.isfile(meta_path):
+    if fs.isfile(meta_path):
         meta_raw, d, _ = _load_json(meta_path, max_file_bytes)
         if not isinstance(meta_raw, dict):
             diags.append(Diagnostic("sdk.meta-malformed", "meta.json is not a readable JSON object", ERROR, file=meta_path))
@@ -1259,7 +1261,7 @@ def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[st
         cost = c if isinstance(c, (int, float)) else None
     subs = os.path.join(root_s, layout.SUBAGENTS_DIR)
     try:
-        n_sub = sum(1 for e in os.scandir(subs) if e.is_dir()) if os.path.isdir(subs) else 0
+        n_sub = sum(1 for e in fs.scandir(subs) if e.is_dir()) if fs.isdir(subs) else 0
     except OSError:
         n_sub = 0
     toks = [v for st in stats.values() for k, v in (st.get("accumulated_token_usage") or {}).items()

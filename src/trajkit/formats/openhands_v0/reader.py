@@ -32,6 +32,7 @@ from ...model import (
     ToolCall,
     Usage,
 )
+from ...reading import fs
 from ...reading import io as read_io
 from ...vocab.openhands import BUDGET_TEXT, V0_TOOLS
 from ...vocab.trials import HARBOR, TERMINAL_BENCH, find_results, find_verifier_dir, trial_outcome
@@ -89,7 +90,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
     for p in lay.flat_candidates:
         st = lay.probe.stat(p)  # detection's stat when it made one
         try:
-            cands.append(((st or p.stat()).st_size, p))
+            cands.append(((st or fs.stat(p)).st_size, p))
         except OSError as e:
             session.diag("file.unreadable", f"cannot stat: {e.strerror}", ERROR, file=str(p))
     cands.sort(key=lambda t: -t[0])

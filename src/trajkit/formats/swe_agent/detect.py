@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ...reading import fs
 from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Match, Reject
@@ -48,7 +49,7 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 def files_ending(root: Path, suffix: str) -> list[Path]:
     """Every file under ``root`` whose name ends with ``suffix`` (hidden entries skipped), in name order."""
     root = Path(root)
-    if root.is_file():
+    if fs.isfile(root):
         return [root] if root.name.endswith(suffix) else []
     out: list[Path] = []
     for dirpath, dirnames, filenames in tree.walk(root):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,7 @@ from ...model import (
     TrialResult,
     TrajkitError,
 )
+from ...reading import fs
 from ...reading.builder import SessionBuilder
 from ...reading.listing import session_row
 from ...reading.probe import Probe
@@ -119,7 +119,7 @@ def exit_outcome(status: Any, evidence: list[dict[str, Any]]) -> Outcome:
 def swebench_result(b: SessionBuilder, run_file: str, instance_id: str | None) -> None:
     """Put a SWE-bench ``report.json`` found beside the run into ``session.run.results``."""
     for p in report_candidates(run_file, instance_id):
-        if not os.path.isfile(p):
+        if not fs.isfile(p):
             continue
         doc, sf = b.read_json(p, "results")
         if doc is MISSING:
@@ -141,7 +141,7 @@ def _harbor(b: SessionBuilder, trial: Path) -> None:
     session.run.benchmark = session.run.benchmark or "harbor"
     session.run.verifier_dir = find_verifier_dir(str(trial))
     res = trial / "result.json"
-    if os.path.isfile(res):
+    if fs.isfile(res):
         doc, _sf = b.read_json(res, "results")
         if isinstance(doc, dict):
             session.run.results.append(TrialResult(HARBOR, str(res), doc))
