@@ -680,14 +680,19 @@ def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, pro
         names = probe.listdir(base)
         if not names:
             return
-        for fp in fmt.fingerprints:
-            first, match = _parse_glob(fp)[0]
+        globs = probe.globs
+        for fp, parts in _dir_globs(tuple(fmt.fingerprints)):
+            first, match = parts[0]
             if match is None and first not in names:
                 continue  # the common case: a literal first part that is not there
             key = (base, fp)  # several formats share a glob such as *.json: asked once per probe
-            hit = probe.globs.get(key)
+            hit = globs.get(key)
             if hit is None:
-                hit = probe.globs[key] = _glob_hit(base, fp, probe)
+                if len(parts) > 1:
+                    hit = _glob_hit(base, fp, probe)
+                else:  # one part: the listing in hand answers (what _glob_hit says of it)
+                    hit = match is None or any(n[0] != "." and match(n) for n in names)
+                globs[key] = hit
             if hit:
                 yield fp
     else:
@@ -695,6 +700,12 @@ def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, pro
         for fp, match in _file_globs(tuple(fmt.fingerprints)):
             if (match(name) if match is not None else name == fp):
                 yield fp
+
+
+@functools.lru_cache(maxsize=None)
+def _dir_globs(fingerprints: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
+    """Each fingerprint with its parsed parts (:func:`_parse_glob`), once per format."""
+    return tuple((fp, _parse_glob(fp)) for fp in fingerprints)
 
 
 @functools.lru_cache(maxsize=None)
@@ -1091,8 +1102,9 @@ def _flag_undecodable_names(session: Session) -> None:
     valid UTF-8 (Python holds such bytes as lone surrogates): outputs show
     those bytes escaped (``\\udcff``), so the name printed is not the name on disk."""
     search = _SURROGATE.search
-    if not search("\0".join([session.source_path or ""] + [f.path for f in session.files])):
-        return  # the common case, in one scan
+    joined = "\0".join([session.source_path or ""] + [f.path for f in session.files])
+    if joined.isascii() or not search(joined):
+        return  # the common case: an ASCII scan in C, the regex only for other text
     bad = [f.path for f in session.files if search(f.path)]
     if search(session.source_path or ""):
         bad.insert(0, session.source_path)

@@ -263,6 +263,19 @@ def exists(path: str | os.PathLike) -> bool:
     return os.path.exists(path) if t is None else t.kind(path) is not None
 
 
+def absent(path: str | os.PathLike) -> bool:
+    """``not os.path.exists(path)``, for the operating system asked with one
+    ``access`` call: a miss costs no raised exception (a failing stat's
+    costs as much again). For look-ups that mostly miss."""
+    t = _mounted.get()
+    if t is not None:
+        return t.kind(path) is None
+    try:
+        return not os.access(path, os.F_OK)
+    except ValueError:  # a NUL in the name: not there
+        return True
+
+
 def lexists(path: str | os.PathLike) -> bool:
     """``os.path.lexists`` (a memory tree holds no links)."""
     t = _mounted.get()

@@ -123,13 +123,45 @@ class Probe:
             st = self._st.get(parent, _MISSING)
             if st is None or (st is not _MISSING and not _stat.S_ISDIR(st.st_mode)):
                 return None  # under a path that is not there, or not a folder: nothing is
+            grand, pname = os.path.split(parent)
+            if pname and self._entries.get(grand) and pname not in self._index_of(grand):
+                return None  # the parent is not in its own folder's listing: nothing under it is there
             return _MISSING
         if entries is None:
             return _MISSING
-        index = self._index.get(parent)
+        return self._index_of(parent).get(name)
+
+    def _index_of(self, listed: str) -> dict[str, os.DirEntry]:
+        """The entries of a listed folder by name."""
+        index = self._index.get(listed)
         if index is None:
-            index = self._index[parent] = {e.name: e for e in entries}
-        return index.get(name)
+            index = self._index[listed] = {e.name: e for e in self._entries[listed] or ()}
+        return index
+
+    def absent(self, path: str | os.PathLike) -> bool:
+        """True when ``path`` certainly does not exist (symlinks followed):
+        answered from the parent's listing, a stat already made, or one
+        ``access`` call, which says "no" without the exception a failing
+        ``stat`` raises (twice its cost). For look-ups that mostly miss (a
+        ``verifier/`` above a run, an ``X.jsonl`` beside an ancestor); False
+        means "ask :meth:`is_file` / :meth:`is_dir`"."""
+        p = os.fspath(path)
+        st = self._st.get(p, _MISSING)
+        if st is not _MISSING:
+            return st is None
+        e = self._entry(p)
+        if e is not _MISSING:
+            if e is None:
+                return True
+            try:
+                if not e.is_symlink():
+                    return False
+            except OSError:
+                pass
+        if _fs.absent(p):  # one access() call (a mounted archive's tree when there is one)
+            self._st[p] = None
+            return True
+        return False
 
     def exists(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` exists (symlinks followed); an entry of a listed

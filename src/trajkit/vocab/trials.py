@@ -38,10 +38,13 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     ``probe`` (a :class:`~trajkit.reading.probe.Probe`): answer from the
     listings a reader already holds (the run's own folder) instead of a stat."""
     d = str(root) if isinstance(root, Path) else str(Path(root))  # a Path is normalized already
-    isdir, isfile = (probe.is_dir, probe.is_file) if probe is not None else (fs.isdir, fs.isfile)
+    if probe is not None:
+        isdir, isfile, absent = probe.is_dir, probe.is_file, probe.absent
+    else:
+        isdir, isfile, absent = fs.isdir, fs.isfile, fs.absent
     for _ in range(4):
         v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it
-        if isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt"))):
+        if not absent(v) and isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt"))):
             return v
         parent = os.path.dirname(d) or "."
         if parent == d:

@@ -131,7 +131,7 @@ def _companion_owner(p: str, probe: Probe) -> Path | None:
                 return Path(main)
         # else X.jsonl beside it first: one stat, where listing X (a run's
         # ancestors, big folders) costs far more
-        elif probe.is_file(main) and probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
+        elif not probe.absent(main) and probe.is_file(main) and probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
             return Path(main)
         p = parent
     return None

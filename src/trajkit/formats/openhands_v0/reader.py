@@ -87,7 +87,11 @@ def _rel(path: Path | str, lay: Layout) -> str:
 def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[Event], Path | None]:
     """Events of the flat view: the largest candidate that is a JSON list."""
     cands = []
-    for p in lay.flat_candidates:
+    only = lay.flat_candidates[0] if len(lay.flat_candidates) == 1 else None
+    held = lay.probe.whole(only, opts.max_file_bytes) if only is not None else None
+    if held is not None:  # one candidate, all of it read by detection: its size is known, no stat
+        cands.append((len(held), only))
+    for p in lay.flat_candidates if held is None else ():
         st = lay.probe.stat(p)  # detection's stat when it made one
         try:
             cands.append(((st or fs.stat(p)).st_size, p))
@@ -100,7 +104,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
         if chosen is not None:
             session.files.append(SourceFile(str(p), "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {chosen.name}"))
             continue
-        data = lay.probe.whole(p, opts.max_file_bytes)  # detection's sniff often read it all
+        data = held if held is not None else lay.probe.whole(p, opts.max_file_bytes)  # detection's sniff often read it all
         if data is None:
             data, d = read_io.read_bytes(p, opts.max_file_bytes)
         if data is None:
