@@ -331,3 +331,46 @@ def test_lazy_capability_imports_on_first_call_and_pickles():
     with pytest.raises(ValueError, match="module:attribute"):
         registry.lazy("no-colon")
     assert pickle.loads(pickle.dumps(registry.lazy("os:getcwd")))() == os.getcwd()
+
+
+def test_probe_absent_and_unlisted_folders_agree_with_the_filesystem(tmp_path):
+    """``Probe.absent`` (and ``is_file``/``is_dir`` under a folder its parent's
+    listing lacks) answer as ``os.path`` does, with fewer system calls."""
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "sub" / "f.json").write_text("{}")
+    (tmp_path / "d" / "g.txt").write_text("x")
+    os.symlink(tmp_path / "d" / "g.txt", tmp_path / "d" / "link")
+    os.symlink(tmp_path / "d" / "gone", tmp_path / "d" / "dangling")
+    paths = [tmp_path / "d" / n for n in ("g.txt", "link", "dangling", "missing", "sub")]
+    paths += [tmp_path / "d" / "sub" / "f.json", tmp_path / "d" / "missing" / "f.json", tmp_path / "elsewhere" / "x"]
+    for listed in (False, True):
+        probe = Probe()
+        if listed:
+            probe.listdir(tmp_path / "d")
+        for p in paths:
+            assert probe.absent(p) == (not os.path.exists(p)), p
+            assert probe.is_file(p) == os.path.isfile(p) and probe.is_dir(p) == os.path.isdir(p), p
+    probe = Probe()
+    probe.listdir(tmp_path / "d")
+    n = probe.calls
+    # a name the listing lacks, and a path under a folder the listing lacks: no system call
+    assert probe.absent(tmp_path / "d" / "missing") and not probe.is_file(tmp_path / "d" / "missing" / "f.json")
+    assert probe.calls == n
+    # a miss in a folder never listed: one access() call, then remembered
+    assert probe.absent(tmp_path / "elsewhere.jsonl") and probe.calls == n + 1
+    assert not probe.is_file(tmp_path / "elsewhere.jsonl") and probe.calls == n + 1
+
+
+def test_find_verifier_dir_with_and_without_a_probe(tmp_path):
+    from trajkit.vocab.trials import find_verifier_dir
+
+    run = tmp_path / "a" / "b" / "trial"
+    run.mkdir(parents=True)
+    assert find_verifier_dir(str(run)) is None and find_verifier_dir(str(run), Probe()) is None
+    (tmp_path / "a" / "verifier").mkdir()
+    assert find_verifier_dir(str(run)) is None  # a verifier/ without ctrf.json or reward.txt is none
+    (tmp_path / "a" / "verifier" / "reward.txt").write_text("1")
+    want = os.path.join(str(tmp_path / "a"), "verifier")
+    probe = Probe()
+    probe.listdir(run)
+    assert find_verifier_dir(str(run)) == want and find_verifier_dir(str(run), probe) == want

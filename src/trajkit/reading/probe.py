@@ -158,6 +158,7 @@ class Probe:
                     return False
             except OSError:
                 pass
+        self.calls += 1
         if _fs.absent(p):  # one access() call (a mounted archive's tree when there is one)
             self._st[p] = None
             return True
