@@ -374,3 +374,22 @@ def test_find_verifier_dir_with_and_without_a_probe(tmp_path):
     probe = Probe()
     probe.listdir(run)
     assert find_verifier_dir(str(run)) == want and find_verifier_dir(str(run), probe) == want
+
+
+def test_probe_absent_asks_a_mounted_archive_not_the_disk(tmp_path):
+    """Inside an archive mounted through ``reading.fs``, ``absent`` answers from
+    the memory tree: the member is there though no such file is on disk."""
+    from trajkit.reading import fs
+
+    root = tmp_path / "a.zip"
+    tree = fs.MemoryTree(str(root), [("runs/x.json", b"[1]", 0.0), ("verifier/reward.txt", b"1", 0.0)])
+    with fs.mounted(tree):
+        probe = Probe()
+        assert not probe.absent(root / "runs" / "x.json") and probe.is_file(root / "runs" / "x.json")
+        assert probe.absent(root / "runs" / "y.json") and not fs.exists(root / "runs" / "y.json")
+        assert not fs.absent(root / "runs") and fs.absent(root / "nope")
+        from trajkit.vocab.trials import find_verifier_dir
+
+        want = os.path.join(str(root), "verifier")
+        assert find_verifier_dir(str(root / "runs")) == want and find_verifier_dir(str(root / "runs"), Probe()) == want
+    assert fs.absent(root / "runs" / "x.json")  # unmounted: nothing on disk
