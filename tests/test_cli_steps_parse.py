@@ -10,8 +10,10 @@ from __future__ import annotations
 import itertools
 import os
 import random
+import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -107,12 +109,33 @@ def test_lines_the_parser_leaves_to_click(args):
     assert fast.parse(args) is None
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root reads every file")
-def test_an_unreadable_path_is_left_to_click(tmp_path):
-    f = tmp_path / "run.json"
-    f.write_text("{}")
-    f.chmod(0)
-    assert fast.parse([str(f)]) is None and _click_params([str(f)]) is None
+def test_an_unreadable_path_is_left_to_click():
+    """A file its reader may not read: the parser leaves it to click, which
+    refuses it. Root reads every file, so as root the check runs in a child
+    process that gives up root (``setuid`` to nobody) after its imports."""
+    d = Path(tempfile.mkdtemp(prefix="trajkit-unreadable-"))
+    try:
+        d.chmod(0o755)  # traversable by anyone: only the file itself is closed
+        f = d / "run.json"
+        f.write_text("{}")
+        f.chmod(0)
+        if not (hasattr(os, "geteuid") and os.geteuid() == 0):
+            assert fast.parse([str(f)]) is None and _click_params([str(f)]) is None
+            return
+        code = (
+            "import os, sys\n"
+            "sys.path.insert(0, sys.argv[2])\n"
+            "import test_cli_steps_parse as t\n"
+            "readable = t.fast.parse([sys.argv[3]])\n"  # as root: the file reads, so the parser takes it
+            "os.setgid(65534); os.setuid(65534)\n"
+            "print(readable is not None, os.access(sys.argv[1], os.R_OK), t.fast.parse([sys.argv[1]]) is None, t._click_params([sys.argv[1]]) is None)\n"
+        )
+        p = subprocess.run([sys.executable, "-c", code, str(f), str(REPO / "tests"), str(V0)],
+                           capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.split() == ["True", "False", "True", "True"], p.stdout
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- whole processes
