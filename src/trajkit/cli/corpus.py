@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 
 import click
@@ -79,9 +80,9 @@ def index_build_cmd(roots, out_dir, engine, jobs, batch_size, ray_address, do_ce
             import ray  # noqa: F401 - checked before any work starts
         except ImportError:
             fail("the ray engine needs Ray Data: pip install 'trajkit[ray]'")
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
+    # found, not imported: an index of an unchanged corpus writes nothing and
+    # never needs it (importing pyarrow was a fifth of such a re-index)
+    if importlib.util.find_spec("pyarrow") is None:
         fail("trajkit index needs pyarrow: pip install 'trajkit[tables]'")
     opts = IndexOptions(max_file_bytes=max_file_bytes, certify=do_certify, turns=do_turns, tokenizer=tokenizer,
                         max_member_bytes=max_file_bytes, max_total_bytes=max_archive_bytes)
@@ -110,6 +111,9 @@ def index_build_cmd(roots, out_dir, engine, jobs, batch_size, ray_address, do_ce
             )
         except (IndexError_, EngineError) as e:
             fail(str(e))
+            raise  # unreachable
+        except ImportError as e:  # pyarrow there but broken: said when the writer first needs it
+            fail(f"trajkit index needs a working pyarrow ({e}): pip install 'trajkit[tables]'")
             raise  # unreachable
         except OSError as e:
             fail(f"{out_dir}: cannot write the index: {e.strerror or e}")
