@@ -41,6 +41,10 @@ def tz_option(f):
     return click.option("--tz", default=None, help="IANA zone for formats that write naive local timestamps (e.g. Europe/Paris).")(f)
 
 
+def view_option(f):
+    return click.option("--view", default=None, help="Use this on-disk view instead of the first available.")(f)
+
+
 def member_option(f):
     return click.option("--member", "--instance", "member", default=None, metavar="ID",
                         help="In a file holding many sessions (e.g. an evaluation output.jsonl): the one to use "

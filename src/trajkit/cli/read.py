@@ -30,7 +30,7 @@ from ._common import (
     progress as _progress,
     warn_secrets,
 )
-from ._options import format_option, member_option, redaction_options, size_option, tz_option
+from ._options import format_option, member_option, redaction_options, size_option, tz_option, view_option
 
 
 # ---------------------------------------------------------------- detect
@@ -74,7 +74,7 @@ def detect_cmd(path: str, why: bool, as_json: bool) -> None:
 @member_option
 @tz_option
 @size_option
-@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@view_option
 @click.option("--width", type=int, default=None,
               help="Cut long texts to this many characters, and draw nothing wider (default: 400 characters; 0: never cut).")
 def show_cmd(path, format_name, member, tz, max_file_bytes, view, width):
@@ -98,7 +98,7 @@ def show_cmd(path, format_name, member, tz, max_file_bytes, view, width):
 @format_option
 @tz_option
 @size_option
-@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@view_option
 @redaction_options
 @click.option("--json", "as_json", is_flag=True, help="Print what was written (and any secret.detected) as JSON.")
 def normalize_cmd(path, out_dir, format_name, tz, max_file_bytes, view, redact_secrets, secrets, redact_home, as_json):

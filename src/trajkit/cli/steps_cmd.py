@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from ._options import format_option, member_option, size_option, tz_option
+from ._options import format_option, member_option, size_option, tz_option, view_option
 from .steps import steps
 
 
@@ -17,7 +17,7 @@ from .steps import steps
 @member_option
 @tz_option
 @size_option
-@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@view_option
 @click.option("--json", "as_json", is_flag=True, help="One JSON document: task, view, steps, diagnostics (for a file of many sessions: {\"path\", \"sessions\": [...]}).")
 @click.option("--jsonl", "as_jsonl", is_flag=True, help="A header line, then one line per step (per session, one after the other).")
 @click.option("--expect-steps", type=int, default=None, help="Exit 1 unless the run (every session, in a file of many) has exactly N steps.")

@@ -13,7 +13,7 @@ import click
 
 from ..model import ReadOptions, TrajkitError
 from ._common import EXIT_CHECK_FAILED, ctb_labels, echo_json, fail, load_session
-from ._options import format_option, size_option, tz_option
+from ._options import format_option, size_option, tz_option, view_option
 
 
 def _read(path: str, format_name: str | None, max_file_bytes: int, view: str | None, tz: str | None):
@@ -80,7 +80,7 @@ def _outcome_word(session, cert) -> tuple[str, int]:
 @click.option("--certificate", type=click.Path(exists=True, dir_okay=False), default=None, help="Show this certificate (from `trajkit certify --out`).")
 @click.option("--ctb-row", type=click.Path(exists=True), default=None, help="A CodeTraceBench manifest row: show its labels on the steps.")
 @click.option("--ctb-id", default=None, help="With a multi-row manifest: the traj_id / trial_name to use.")
-@click.option("--view", default=None, help="Use this on-disk view instead of the first available.")
+@view_option
 @click.option("--page-size", type=click.IntRange(1, None), default=1000, show_default=True, help="Timeline items per page of the page.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
 @format_option
