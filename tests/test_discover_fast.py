@@ -153,3 +153,55 @@ def test_release_forgets_a_folder_and_every_folder_held_below_it(tmp_path):
         assert again is not listed[str(tmp_path / "a")]
         assert sorted(e.name for e in again) == sorted(os.listdir(tmp_path / "a"))
     tree.release(tmp_path)  # outside the block: nothing to forget, no error
+
+
+def test_head_lines_decode_each_line_as_orjson_does_and_once():
+    import orjson
+
+    from trajkit.reading import probe as probe_mod
+
+    files = [p for p in PATHS if p.is_file() and p.name.endswith((".jsonl", ".json", ".txt"))]
+    assert len(files) > 200
+    for f in files:
+        data = f.read_bytes()[: 1 << 16]
+        pr = Probe()
+        got = pr.lines(f, 1 << 16)
+        assert pr.lines(str(f), 1 << 16) is got  # one per head and probe, whichever sniff asks
+        lines = data.split(b"\n")
+        assert got.complete == (len(lines) <= probe_mod.HEAD_LINES)
+        assert got.raw[: probe_mod.HEAD_LINES] == lines[: probe_mod.HEAD_LINES]
+        for i in range(min(len(lines), probe_mod.HEAD_LINES)):
+            s = lines[i].strip()
+            try:
+                want = orjson.loads(s) if s[:1] == b"{" else probe_mod.NOT_DECODED
+            except orjson.JSONDecodeError:
+                want = probe_mod.NOT_DECODED
+            assert got.value(i) == want if want is not probe_mod.NOT_DECODED else got.value(i) is want, (f, i)
+        pr.drop_heads()
+        assert pr.lines(f, 1 << 16) is not got  # dropped with the heads
+
+
+def test_head_lines_are_decoded_once_for_every_sniff(monkeypatch, tmp_path):
+    from trajkit.reading import probe as probe_mod
+
+    f = tmp_path / "x.jsonl"
+    f.write_bytes(b"".join(b'{"type": "other%d", "id": "%d", "content": "c"}\n' % (i, i) for i in range(50)))
+    calls = []
+    real = probe_mod._loads
+    monkeypatch.setattr(probe_mod, "_loads", lambda b: calls.append(b) or real(b))
+    det = detect(f, ancestors=0)  # codex, gemini, claude-code, asf, ... all look at these lines
+    sniffed = {c.format for c in det.considered}
+    assert {"codex", "gemini-cli", "claude-code"} <= sniffed
+    assert len(calls) == len(set(calls)) and calls  # no line decoded twice
+
+
+def test_gemini_reads_a_line_as_orjson_would_not_its_stripped_form(tmp_path):
+    # \x0c is stripped by bytes.strip() but is no JSON whitespace: the raw line does not decode, so no match
+    from trajkit.formats.gemini_cli.detect import sniff as gemini_sniff
+
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(b'{"sessionId": "a", "projectHash": "b"}\x0c\n{"x": 1}\n')
+    assert type(gemini_sniff(Probe(), f, "*.jsonl")).__name__ == "Reject"
+    g = tmp_path / "t.jsonl"
+    g.write_bytes(b'{"sessionId": "a", "projectHash": "b"}\r\n{"x": 1}\n')  # \r is JSON whitespace
+    assert type(gemini_sniff(Probe(), g, "*.jsonl")).__name__ == "Match"

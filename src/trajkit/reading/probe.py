@@ -18,6 +18,9 @@ import os
 import stat as _stat
 from typing import Any
 
+from orjson import JSONDecodeError as _DecodeError
+from orjson import loads as _loads
+
 from . import fs as _fs
 from .fs import current as _mounted
 from .io import head as _head
@@ -26,6 +29,47 @@ from .tree import scandir as _scandir
 _MISSING: Any = object()
 #: The least a head read fetches (formats ask for 256 bytes to 1 MiB).
 _MIN_HEAD = 1 << 16
+#: How many lines of a head :class:`HeadLines` cuts apart (sniffs look at 40 to 64).
+HEAD_LINES = 64
+
+
+class HeadLines:
+    """A file's head cut into lines, each decoded as JSON at most once,
+    whichever sniff asks (:meth:`Probe.lines`): several formats sniff the same
+    ``.jsonl`` file line by line, and decoding its head was most of what each did.
+
+    ``raw`` is ``data.split(b"\\n", HEAD_LINES)``: its first ``HEAD_LINES``
+    items are the head's first lines; when there are more, the last item holds
+    the rest (``complete`` is False) and is not a line. :meth:`value` is
+    ``orjson.loads(raw[i].strip())`` for a line that starts with ``{`` once
+    stripped, :data:`NOT_DECODED` for any other line or one that does not decode.
+    Treat the values as read-only: they are shared.
+    """
+
+    __slots__ = ("data", "raw", "complete", "_vals")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.raw = data.split(b"\n", HEAD_LINES)
+        self.complete = len(self.raw) <= HEAD_LINES
+        self._vals: list[Any] = [_MISSING] * len(self.raw)
+
+    def value(self, i: int) -> Any:
+        v = self._vals[i]
+        if v is _MISSING:
+            line = self.raw[i].strip()
+            v = NOT_DECODED
+            if line[:1] == b"{":
+                try:
+                    v = _loads(line)
+                except _DecodeError:
+                    pass
+            self._vals[i] = v
+        return v
+
+
+#: What :meth:`HeadLines.value` gives for a line that is no JSON object text or does not decode.
+NOT_DECODED: Any = object()
 
 
 class Probe:
@@ -36,7 +80,7 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "globs", "memo", "calls")
+    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "_lines", "globs", "memo", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
@@ -45,6 +89,7 @@ class Probe:
         self._scans: dict[str, tuple[set[str], set[str]]] = {}
         self._st: dict[str, os.stat_result | None] = {}
         self._heads: dict[str, tuple[bytes, int]] = {}
+        self._lines: dict[tuple[str, int], HeadLines] = {}
         #: detection's fingerprint answers, ``(directory, glob) -> bool``
         #: (several formats share a glob such as ``*.json``)
         self.globs: dict[tuple[str, str], bool] = {}
@@ -226,6 +271,7 @@ class Probe:
         probe holds; a long walk keeps its listings and drops the heads
         once each entry is decided)."""
         self._heads.clear()
+        self._lines.clear()
 
     def whole(self, path: str | os.PathLike, cap: int) -> bytes | None:
         """The complete bytes of a file whose head was read already and held
@@ -254,6 +300,16 @@ class Probe:
         data = _head(p, want)
         self._heads[p] = (data, want)
         return data[:n]
+
+    def lines(self, path: str | os.PathLike, n: int) -> HeadLines:
+        """The first ``n`` bytes of a file (:meth:`head`) as :class:`HeadLines`,
+        made once per probe: every sniff asking for the same head shares its
+        lines and their decoded values (dropped with the heads)."""
+        p = os.fspath(path)
+        got = self._lines.get((p, n))
+        if got is None:
+            got = self._lines[(p, n)] = HeadLines(self.head(p, n))
+        return got
 
 
 def logical_abspath(path: str | os.PathLike) -> str:

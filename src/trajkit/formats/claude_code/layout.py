@@ -21,7 +21,7 @@ from pathlib import Path
 
 import orjson
 
-from ...reading.probe import Probe
+from ...reading.probe import HEAD_LINES, NOT_DECODED, HeadLines, Probe
 
 TRANSCRIPT = "transcript"
 STREAM = "stream-json"
@@ -30,6 +30,7 @@ STREAM = "stream-json"
 SNIFF_BYTES = 1 << 18
 #: Lines looked at when sniffing.
 SNIFF_LINES = 64
+assert SNIFF_LINES <= HEAD_LINES  # the probe's shared lines hold every line looked at
 
 STREAM_NAME = "claude-code.txt"
 AGENT_FILE = re.compile(r"^agent-(.+)\.jsonl$")
@@ -44,18 +45,21 @@ def kind_of_lines(data: bytes) -> tuple[str | None, str]:
     """What JSON lines hold: ``transcript``, ``stream-json`` or None, and why.
 
     Only whole lines are looked at (a cut last line is skipped)."""
-    lines = data.split(b"\n")
-    if not data.endswith(b"\n") and len(lines) > 1:
-        lines = lines[:-1]
+    return kind_of_head(HeadLines(data))
+
+
+def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
+    """:func:`kind_of_lines` of a head already cut into lines (:meth:`Probe.lines`,
+    whose decoded lines other formats' sniffs share)."""
+    n = len(head.raw)
+    if head.complete and not head.data.endswith(b"\n") and n > 1:
+        n -= 1  # a cut last line
     transport = 0
     seen = 0
-    for line in lines[:SNIFF_LINES]:
-        line = line.strip()
-        if not line.startswith(b"{"):
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError:
+    value = head.value
+    for i in range(min(n, SNIFF_LINES)):
+        row = value(i)
+        if row is NOT_DECODED:
             continue
         if not isinstance(row, dict):
             return None, "a line is no JSON object"
@@ -86,18 +90,20 @@ def file_kind(path: str | os.PathLike, probe: Probe) -> tuple[str | None, str]:
     """What the file at ``path`` holds (see :func:`kind_of_lines`): its
     first 64 KiB, and up to :data:`SNIFF_BYTES` when no whole line there decides."""
     p = os.fspath(path)
-    data = probe.head(p, 1 << 16)
-    if len(data) == 1 << 16:
-        kind, why = kind_of_lines(data)
+    size = 1 << 16
+    data = probe.head(p, size)
+    if len(data) == size:
+        kind, why = kind_of_head(probe.lines(p, size))
         if kind is not None or why.startswith("a line"):
             return kind, why
-        data = probe.head(p, SNIFF_BYTES)
+        size = SNIFF_BYTES
+        data = probe.head(p, size)
     if not data.strip():
         st = probe.stat(p)
         if st is not None and st.st_size == 0 and p.endswith(".jsonl") and _looks_like_session_name(Path(p)):
             return TRANSCRIPT, "an empty session file named like one"
         return None, "empty file"
-    return kind_of_lines(data)
+    return kind_of_head(probe.lines(p, size))  # the lines other sniffs of this file share
 
 
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")

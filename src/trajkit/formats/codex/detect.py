@@ -6,9 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from ...reading.probe import Probe
+from ...reading.probe import HEAD_LINES, NOT_DECODED, HeadLines, Probe
 from ...registry import STRONG, WEAK, Match, Reject
 
 NAME = "codex"
@@ -30,6 +28,7 @@ INJECTED_PREFIXES = ("<environment_context>", "<user_instructions>", "<permissio
 #: How deep sub-agent threads are followed.
 MAX_SUBAGENT_DEPTH = 4
 _HEAD = 1 << 16
+assert HEAD_LINES >= 40  # the probe's shared lines hold every line shape_of looks at
 _DAY_DIR = re.compile(r"^\d{4}$|^\d{2}$")
 
 
@@ -55,20 +54,18 @@ def _classify_line(v: Any) -> str | None:
     return None
 
 
-def shape_of(head: bytes) -> str | None:
-    """The record shape the first complete lines of ``head`` show (``rollout``,
+def shape_of(head: HeadLines) -> str | None:
+    """The record shape the first complete lines of a head show (``rollout``,
     ``exec``, ``exec-legacy``), or None. Lines that do not decode are skipped
-    (a bad first line must not hide a session)."""
-    lines = head.split(b"\n")
-    if len(lines) > 1 and len(head) >= _HEAD:
-        lines = lines[:-1]  # the last one may be cut by the head
-    for raw in lines[:40]:
-        raw = raw.strip()
-        if not raw or raw[:1] != b"{":
-            continue
-        try:
-            v = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+    (a bad first line must not hide a session). ``head``: the file's first
+    :data:`_HEAD` bytes as the probe's shared lines (:meth:`Probe.lines`)."""
+    n = len(head.raw)
+    if head.complete and n > 1 and len(head.data) >= _HEAD:
+        n -= 1  # the last one may be cut by the head
+    value = head.value
+    for i in range(min(n, 40)):
+        v = value(i)
+        if v is NOT_DECODED:
             continue
         got = _classify_line(v)
         if got is not None:
@@ -91,7 +88,7 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         if head.startswith(b"{") and b'"items"' in head and b'"session"' in head:
             return Match(candidate, fingerprint, STRONG, "a TypeScript-era Codex session: {session, items}")
         return Reject("not a {session, items} document")
-    shape = shape_of(probe.head(candidate, _HEAD))
+    shape = shape_of(probe.lines(candidate, _HEAD))
     if shape == "rollout":
         return Match(candidate, fingerprint, STRONG, "lines of {timestamp, type, payload} with Codex rollout types")
     if shape == "exec":

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from ...reading.probe import Probe
+from ...reading.probe import HeadLines, Probe
 from ...registry import STRONG, WEAK, Match, Reject
 
 NAME = "gemini-cli"
@@ -21,6 +22,25 @@ MAX_SUBAGENT_DEPTH = 4
 # ---------------------------------------------------------------- detection
 
 
+def _decoded(lines: HeadLines, i: int) -> Any:
+    """``orjson.loads(lines.raw[i])`` when that gives a dict, else None, from
+    the probe's shared decoding of the stripped line: the two differ only for
+    a line holding \\x0b or \\x0c (stripped, but no JSON whitespace: the raw
+    line does not decode)."""
+    raw = lines.raw[i]
+    if b"\x0b" in raw or b"\x0c" in raw:
+        return None
+    v = lines.value(i)
+    return v if isinstance(v, dict) else None
+
+
+def _own(raw: bytes) -> Any:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if not probe.is_file(candidate):
         return Reject("a Gemini CLI session is one file, not a directory")
@@ -31,26 +51,24 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if b"sessionId" not in head and b"content" not in head and b'"gemini"' not in head and b"\\u" not in head:
         # every match below needs one of these words (unless a key is written with \u escapes)
         return Reject("no sessionId + projectHash, no gemini messages")
-    first = body.split(b"\n", 1)[0]
+    # the head's lines as other formats' sniffs decoded them (Probe.lines), unless a BOM or blank lines came
+    # first (lstrip made a copy: the lines are counted from the body)
+    shared = probe.lines(candidate, _HEAD) if body is head else None
+    lines = shared.raw if shared is not None else body.split(b"\n", 40)
+    first = lines[0]
     v = None
     if b"projectHash" in first or b"\\u" in first:  # the test below needs the key (unless written with \u escapes)
-        try:
-            v = orjson.loads(first)
-        except orjson.JSONDecodeError:
-            pass
+        v = _decoded(shared, 0) if shared is not None else _own(first)
     if isinstance(v, dict) and isinstance(v.get("sessionId"), str) and isinstance(v.get("projectHash"), str):
         if isinstance(v.get("messages"), list) and b"\n" not in body.rstrip():
             return Match(candidate, fingerprint, STRONG, "one JSON session object with sessionId, projectHash and messages")
         return Match(candidate, fingerprint, STRONG, "first line is Gemini CLI session metadata (sessionId, projectHash)")
-    # a JSONL log whose first line is damaged: the metadata or a message further on
-    lines = body.split(b"\n", 40)  # lines 1..39 are all that is looked at: no need to cut the rest
-    for raw in lines[1:40] if len(lines) > 1 else ():
+    # a JSONL log whose first line is damaged: the metadata or a message further on (lines 1..39)
+    for i in range(1, min(len(lines), 40)):
+        raw = lines[i]
         if b"projectHash" not in raw and b'"id"' not in raw and b"\\u" not in raw:
             continue  # neither test below can pass on this line (keys written plainly)
-        try:
-            x = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
+        x = _decoded(shared, i) if shared is not None else _own(raw)
         if isinstance(x, dict) and isinstance(x.get("sessionId"), str) and isinstance(x.get("projectHash"), str):
             return Match(candidate, fingerprint, STRONG, "a line holds Gemini CLI session metadata (sessionId, projectHash)")
         if isinstance(x, dict) and isinstance(x.get("id"), str) and x.get("type") in ("user", "gemini") and "content" in x:
