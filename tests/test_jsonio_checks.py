@@ -350,3 +350,65 @@ def test_json_lines_a_line_nested_too_deep_to_write_back_is_flagged_and_kept():
     assert [(d.code, d.line) for d in diags] == [("json.too-deep", 2), ("json.big-integer", 4)]
     assert got[2].value == 7 and got[3].value == -9223372036854775809 and type(got[3].value) is int and got[4].value == 1.5
     assert jsonio.dumps(got[1].value)  # clipped, so it writes back
+
+
+# ---------------------------------------------------------------- dumps_python (step texts)
+#
+# ``jsonio.dumps_python`` writes a mapping member by member and long strings
+# with orjson; the expectation is the standard library's own
+# ``json.dumps(value, ensure_ascii=False)``.
+
+
+def test_dumps_python_escapes_every_code_point_as_the_standard_library():
+    # each code point alone, and inside a string long enough to take the orjson path
+    for cp in list(range(0, 0xD800, 7)) + list(range(0xD800, 0xE000, 97)) + list(range(0xE000, 0x110000, 331)) + list(range(0, 0x100)):
+        c = chr(cp)
+        for s in (c, c * 200, "x" * 130 + c, c + "y" * 140):
+            assert jsonio.dumps_python(s) == json.dumps(s, ensure_ascii=False), hex(cp)
+            args = {"path": "/a", "content": s, "n": 1}
+            assert jsonio.dumps_python(args) == json.dumps(args, ensure_ascii=False), hex(cp)
+
+
+def _random_args(rng: random.Random) -> object:
+    pool = ["", "a", "é", "\u2028", "\x00\x1f\x7f", "\ud800", '"}\\', "x" * 127, "y" * 128, "line\n" * 60 + "\ud83d\ude00",
+            "z" * 300 + "\udcff"]
+    def scalar() -> object:
+        return rng.choice([rng.choice(pool), rng.randint(-5, 5), rng.choice([INT_MIN - 1, UINT_MAX + 1, 10**30]),
+                           rng.random(), float("nan"), float("inf"), -0.0, 1e16, 1e-5, None, True, False])
+    def value(depth: int) -> object:
+        r = rng.random()
+        if depth > 2 or r < 0.6:
+            return scalar()
+        if r < 0.8:
+            return [value(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(pool[:6]): value(depth + 1) for _ in range(rng.randint(0, 3))}
+    keys = [rng.choice(["command", "path", "content", "é", "", "old_str", "new_str", "k\"", "\ud800"]) for _ in range(rng.randint(0, 6))]
+    out: dict = {k: value(0) for k in keys}
+    if rng.random() < 0.1:  # keys json.dumps converts
+        out[rng.choice([1, 2.5, None, True])] = scalar()
+    return out
+
+
+def test_dumps_python_writes_random_arguments_as_the_standard_library():
+    rng = random.Random(15)
+    for _ in range(3000):
+        args = _random_args(rng)
+        assert jsonio.dumps_python(args) == json.dumps(args, ensure_ascii=False), args
+    # other top-level values take the C encoder as they are
+    for v in ([1, "x" * 200, {"a": None}], 3, 2.5, None, True, "s"):
+        assert jsonio.dumps_python(v) == json.dumps(v, ensure_ascii=False)
+
+
+def test_dumps_python_of_every_v0_action_in_the_corpus_is_the_standard_library(corpus):
+    seen = 0
+    for p in sorted((corpus / "openhands_v0").rglob("*.json")):
+        try:
+            value = json.loads(p.read_bytes())
+        except ValueError:
+            continue
+        for ev in value if isinstance(value, list) else [value]:
+            args = ev.get("args") if isinstance(ev, dict) else None
+            if isinstance(args, dict):
+                assert jsonio.dumps_python(args) == json.dumps(args, ensure_ascii=False), p
+                seen += 1
+    assert seen > 50
