@@ -192,42 +192,60 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
 
 
 def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
+    base = os.fspath(d)
     shards = []
     for n in lay.ls(d):
         m = _SHARD_FILE.match(n)
         if m:
             shards.append((int(m.group(1)), int(m.group(2)), n))
         elif not n.startswith("."):
-            session.diag("v0.bad-event-name", "file name is not <start>-<end>.json; ignored", INFO, file=str(d / n))
-            session.files.append(SourceFile(str(d / n), "event-cache-shard", "skipped", note="bad name"))
+            session.diag("v0.bad-event-name", "file name is not <start>-<end>.json; ignored", INFO, file=base + os.sep + n)
+            session.files.append(SourceFile(base + os.sep + n, "event-cache-shard", "skipped", note="bad name"))
     shards.sort()
     out = []
+    files = session.files
     expected_start = None
+    prefix = _rel(d, lay) + os.sep
     for start, end, n in shards:
-        p = d / n
+        p = base + os.sep + n  # as str(d / n) writes it: d is a listed folder's path, n a name in it
         if expected_start is not None and start != expected_start:
-            session.diag("v0.shard-gap", f"shard starts at {start}, the previous one ended at {expected_start}", WARNING, file=str(p))
+            session.diag("v0.shard-gap", f"shard starts at {start}, the previous one ended at {expected_start}", WARNING, file=p)
         expected_start = end
-        value, diags = read_io.load_json(p, opts.max_file_bytes)
-        session.diagnostics.extend(diags)
-        if not isinstance(value, list):
+        value, diags = _load(p, opts.max_file_bytes)
+        if diags:
+            session.diagnostics.extend(diags)
+        if type(value) is not list:
             what = "could not be decoded" if value is jsonio.MISSING else f"holds a JSON {type(value).__name__}, not a list"
-            session.diag("v0.malformed-shard", f"cache shard {what}; skipped", ERROR, file=str(p))
-            session.files.append(SourceFile(str(p), "event-cache-shard", "skipped", note="malformed"))
+            session.diag("v0.malformed-shard", f"cache shard {what}; skipped", ERROR, file=p)
+            files.append(SourceFile(p, "event-cache-shard", "skipped", note="malformed"))
             continue
         if len(value) != end - start:
-            session.diag("v0.shard-size", f"shard {n} holds {len(value)} events, its name says {end - start}", WARNING, file=str(p))
-        rel = _rel(p, lay)
+            session.diag("v0.shard-size", f"shard {n} holds {len(value)} events, its name says {end - start}", WARNING, file=p)
+        rel = prefix + n
         ids = []
         for k, ev in enumerate(value):
-            if not isinstance(ev, dict):
-                session.diag("v0.malformed-event", f"element {k} of the shard is a JSON {type(ev).__name__}, not an object; skipped", ERROR, file=str(p), offset=k)
+            if type(ev) is not dict:
+                session.diag("v0.malformed-event", f"element {k} of the shard is a JSON {type(ev).__name__}, not an object; skipped", ERROR, file=p, offset=k)
                 continue
             eid = _id_of(ev)
             ids.append(eid)
             out.append(to_event(ev, Ref(rel, eid, 1, 1), eid))
-        session.files.append(SourceFile(str(p), "event-cache-shard", "read", None, ids))
+        files.append(SourceFile(p, "event-cache-shard", "read", None, ids))
     return out
+
+
+def _load(p: str, cap: int) -> tuple[Any, Any]:
+    """:func:`~trajkit.reading.io.load_json` of ``p`` (the value or MISSING,
+    and its diagnostics: a list, or an empty tuple), the common case (a file
+    that reads and decodes, nothing suspicious) without the list."""
+    data, why = read_io.read_capped(p, cap)
+    if data is None:
+        return jsonio.MISSING, [why.diagnostic(p, cap)]  # type: ignore[union-attr]
+    try:
+        return jsonio.fast_loads(data), ()
+    except ValueError:
+        value, d = jsonio.loads(data, p)
+        return value, [d] if d else ()
 
 
 #: The per-session-directory views: subdirectory, file-name pattern, reader.
@@ -617,14 +635,19 @@ def from_events(session: Session, events: list[Event], view: str | None, steps: 
 
 def _read_metadata(lay: Layout, session: Session, opts: ReadOptions) -> None:
     for name, p in lay.metadata_files:
-        value, diags = read_io.load_json(p, opts.max_file_bytes)
-        session.diagnostics.extend(diags)
-        key = {"results.json": "results", "result.json": "result", "config.json": "config"}[name]
+        path = os.fspath(p)
+        value, diags = _load(path, opts.max_file_bytes)
+        if diags:
+            session.diagnostics.extend(diags)
+        key = _METADATA_KEYS[name]
         if value is jsonio.MISSING:
-            session.files.append(SourceFile(str(p), key, "skipped", note="unreadable"))
+            session.files.append(SourceFile(path, key, "skipped", note="unreadable"))
             continue
         session.metadata[key] = value
-        session.files.append(SourceFile(str(p), key, "read"))
+        session.files.append(SourceFile(path, key, "read"))
+
+
+_METADATA_KEYS = {"results.json": "results", "result.json": "result", "config.json": "config"}
 
 
 def _session_id(lay: Layout, view_path: Path | None) -> str:
@@ -767,16 +790,18 @@ def stream_outcome(session: Session) -> Outcome:
         raw = e.raw
         if not isinstance(raw, dict):
             continue  # no member to look at: none of the cases below
-        if raw.get("observation") == "agent_state_changed":
+        obs = raw.get("observation")
+        act = raw.get("action")
+        if obs == "agent_state_changed":
             ex = _d(raw.get("extras"))
             state = ex.get("agent_state") or state
             reason = str(ex.get("reason") or "")
             state_event = e
-        elif raw.get("action") == "finish" and (raw.get("source") or e.source) == "agent":
+        elif act == "finish" and (raw.get("source") or e.source) == "agent":
             finish = e
-        elif raw.get("observation") == "error":
+        elif obs == "error":
             errors.append(e)
-        elif raw.get("action") in ("change_agent_state", "pause", "stop") and (raw.get("source") or e.source) == "user":
+        elif act in ("change_agent_state", "pause", "stop") and (raw.get("source") or e.source) == "user":
             operator_stop = True
     if state_event is not None:
         ev.append({"event_id": state_event.id, "what": f"agent_state {state}" + (f" ({reason})" if reason else "")})
