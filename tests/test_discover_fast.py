@@ -169,7 +169,7 @@ def test_head_lines_decode_each_line_as_orjson_does_and_once():
         assert pr.lines(str(f), 1 << 16) is got  # one per head and probe, whichever sniff asks
         lines = data.split(b"\n")
         assert got.complete == (len(lines) <= probe_mod.HEAD_LINES)
-        assert got.raw[: probe_mod.HEAD_LINES] == lines[: probe_mod.HEAD_LINES]
+        assert got.parts[: probe_mod.HEAD_LINES] == lines[: probe_mod.HEAD_LINES]
         for i in range(min(len(lines), probe_mod.HEAD_LINES)):
             s = lines[i].strip()
             try:

@@ -38,26 +38,26 @@ class HeadLines:
     whichever sniff asks (:meth:`Probe.lines`): several formats sniff the same
     ``.jsonl`` file line by line, and decoding its head was most of what each did.
 
-    ``raw`` is ``data.split(b"\\n", HEAD_LINES)``: its first ``HEAD_LINES``
+    ``parts`` is ``data.split(b"\\n", HEAD_LINES)``: its first ``HEAD_LINES``
     items are the head's first lines; when there are more, the last item holds
     the rest (``complete`` is False) and is not a line. :meth:`value` is
-    ``orjson.loads(raw[i].strip())`` for a line that starts with ``{`` once
+    ``orjson.loads(parts[i].strip())`` for a line that starts with ``{`` once
     stripped, :data:`NOT_DECODED` for any other line or one that does not decode.
     Treat the values as read-only: they are shared.
     """
 
-    __slots__ = ("data", "raw", "complete", "_vals")
+    __slots__ = ("data", "parts", "complete", "_vals")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.raw = data.split(b"\n", HEAD_LINES)
-        self.complete = len(self.raw) <= HEAD_LINES
-        self._vals: list[Any] = [_MISSING] * len(self.raw)
+        self.parts = data.split(b"\n", HEAD_LINES)
+        self.complete = len(self.parts) <= HEAD_LINES
+        self._vals: list[Any] = [_MISSING] * len(self.parts)
 
     def value(self, i: int) -> Any:
         v = self._vals[i]
         if v is _MISSING:
-            line = self.raw[i].strip()
+            line = self.parts[i].strip()
             v = NOT_DECODED
             if line[:1] == b"{":
                 try:

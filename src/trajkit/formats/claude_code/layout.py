@@ -51,7 +51,7 @@ def kind_of_lines(data: bytes) -> tuple[str | None, str]:
 def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
     """:func:`kind_of_lines` of a head already cut into lines (:meth:`Probe.lines`,
     whose decoded lines other formats' sniffs share)."""
-    n = len(head.raw)
+    n = len(head.parts)
     if head.complete and not head.data.endswith(b"\n") and n > 1:
         n -= 1  # a cut last line
     transport = 0

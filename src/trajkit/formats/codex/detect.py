@@ -59,7 +59,7 @@ def shape_of(head: HeadLines) -> str | None:
     ``exec``, ``exec-legacy``), or None. Lines that do not decode are skipped
     (a bad first line must not hide a session). ``head``: the file's first
     :data:`_HEAD` bytes as the probe's shared lines (:meth:`Probe.lines`)."""
-    n = len(head.raw)
+    n = len(head.parts)
     if head.complete and n > 1 and len(head.data) >= _HEAD:
         n -= 1  # the last one may be cut by the head
     value = head.value

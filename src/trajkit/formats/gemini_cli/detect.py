@@ -23,11 +23,11 @@ MAX_SUBAGENT_DEPTH = 4
 
 
 def _decoded(lines: HeadLines, i: int) -> Any:
-    """``orjson.loads(lines.raw[i])`` when that gives a dict, else None, from
+    """``orjson.loads(lines.parts[i])`` when that gives a dict, else None, from
     the probe's shared decoding of the stripped line: the two differ only for
     a line holding \\x0b or \\x0c (stripped, but no JSON whitespace: the raw
     line does not decode)."""
-    raw = lines.raw[i]
+    raw = lines.parts[i]
     if b"\x0b" in raw or b"\x0c" in raw:
         return None
     v = lines.value(i)
@@ -54,7 +54,7 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     # the head's lines as other formats' sniffs decoded them (Probe.lines), unless a BOM or blank lines came
     # first (lstrip made a copy: the lines are counted from the body)
     shared = probe.lines(candidate, _HEAD) if body is head else None
-    lines = shared.raw if shared is not None else body.split(b"\n", 40)
+    lines = shared.parts if shared is not None else body.split(b"\n", 40)
     first = lines[0]
     v = None
     if b"projectHash" in first or b"\\u" in first:  # the test below needs the key (unless written with \u escapes)
