@@ -1002,6 +1002,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     raws: list[dict] = []
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
+    #: each event's parent_id as written (a string, else None), for the tree
+    pids: list[Any] = []
     accounted = source.read
     # the directory's accounting (one SourceFile per event file read), without a call per event
     direct = type(source) is _DirectoryEvents
@@ -1024,11 +1026,13 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
         elif name_id is not None and eid != name_id:
             s.diag("sdk.event-id-mismatch", f"file name says id {name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
         ref = Ref(path, eid) if line is None else Ref(path, eid, line, line)
+        pid = g("parent_id")
+        if type(pid) is not str:
+            pid = None
         if lazy:
             added = {"index": index}
             ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, ref, partial(_derive, tz, added))
-            pid = g("parent_id")
-            ev.parent_id = pid if type(pid) is str else None
+            ev.parent_id = pid
             # set now, as normalize_raw would (cheap, and what every read asks
             # of every event: the outcome reads ``source``, the cost estimate
             # ``model_usage``), so that asking does not derive the whole event
@@ -1109,28 +1113,32 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
         kinds.append(typ)
         extras.append(added)
         raws.append(raw)
+        pids.append(pid)
     source.finish(s)
     s.events = events
 
     # --- tree
+    unreadable = source.unreadable(seen_ids, len(events))
     b = tree.branch(
         [e.id for e in events],
         kinds,
-        [e.parent_id for e in events],
+        pids,
         state.get("leaf_event_id"),
         state.get("head_is_empty"),
         file=state_file,
-        unreadable=source.unreadable(seen_ids, len(events)),
-        file_indices=[x["index"] for x in extras],
+        unreadable=unreadable,
+        file_indices=[x["index"] for x in extras] if unreadable else None,
     )
     s.diagnostics.extend(b.diagnostics)
     abandoned = tree.ABANDONED
     root_mark = tree.ROOT_MARK
-    for ev, x, place, parent in zip(events, extras, b.place, b.parents):
+    for ev, x, place in zip(events, extras, b.place):
         ev.branch = place
         x["on_active_branch"] = place != abandoned
-        if parent != ev.parent_id and not (parent is None and ev.parent_id == root_mark):
-            x["effective_parent_id"] = parent
+    if b.parents != pids:  # (equal, compared in C, when every event names its parent)
+        for x, parent, pid in zip(extras, b.parents, pids):
+            if parent != pid and not (parent is None and pid == root_mark):
+                x["effective_parent_id"] = parent
 
     # --- metadata
     if nums.floats:
