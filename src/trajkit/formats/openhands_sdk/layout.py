@@ -240,6 +240,7 @@ def scan_events(events_dir: str, bare: bool = False) -> EventScan:
         cloud = CLOUD_EVENT_NAME.match
         match = lambda n: EVENT_NAME.match(n) or cloud(n)  # noqa: E731
     others = scan.others
+    new = tuple.__new__  # EventFile(...) without its Python-level __new__: one is made per event file
     for name in names:
         if name[0] == ".":
             others.append(EventFile(name, base + name, None, None, SIDECAR))
@@ -256,7 +257,7 @@ def scan_events(events_dir: str, bare: bool = False) -> EventScan:
                 by_index[idx], ef = ef, prev
             others.append(ef._replace(status=DUPLICATE))
             continue
-        by_index[idx] = EventFile(name, base + name, idx, m[2])
+        by_index[idx] = new(EventFile, (name, base + name, idx, m[2], EVENT))
     for ef in scan.others:
         if ef.status == BAD_NAME:
             scan.diagnostics.append(

@@ -138,9 +138,10 @@ def _errors_after_last_user(session: Session) -> list[Event]:
 
 def _finish(session: Session) -> Event | None:
     for e in reversed(session.events):
-        raw = _d(e.raw)
-        if e.kind == ACTION and (_d(raw.get("action")).get("kind") == "FinishAction" or raw.get("tool_name") == "finish"):
-            return e
+        if e.kind == ACTION:
+            raw = _d(e.raw)
+            if _d(raw.get("action")).get("kind") == "FinishAction" or raw.get("tool_name") == "finish":
+                return e
     return None
 
 

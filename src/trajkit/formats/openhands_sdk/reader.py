@@ -14,6 +14,7 @@ import gc
 import os
 from datetime import datetime
 from functools import partial
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, Iterator, NamedTuple
 
@@ -55,7 +56,7 @@ from .fields import (
     usage_of,
 )
 from .outcome import outcome, run_facts
-from .stepping import Pairing, build_steps
+from .stepping import STEP_USAGE_SOURCE, Pairing, build_steps
 from .layout import EVENT, MALFORMED
 from .views import (
     ACPToolCallView,
@@ -427,9 +428,24 @@ class _Numbers:
 
 
 _INF = float("inf")
+_JUST_INT = {int}
+
+
+#: The members of a token usage entry as the SDK writes every one (its counts, model and response id).
+_SDK_USAGE_KEYS = frozenset(_COUNT_FIELDS + ("model", "response_id"))
+_counts_of = itemgetter(*_COUNT_FIELDS)
 
 
 def _usage(tu: dict, nums: _Numbers) -> dict[str, Any]:
+    if tu.keys() == _SDK_USAGE_KEYS:
+        # the SDK's own entry: every count present; plain counts are taken as written
+        vals = _counts_of(tu)
+        if set(map(type, vals)) == _JUST_INT and min(vals) >= 0 and max(vals) <= _COUNT_LIMIT:
+            out = dict(zip(_COUNT_FIELDS, vals))
+            model = tu["model"]
+            if type(model) is str:
+                out["model"] = model
+            return out
     out = {f: tu[f] for f in _COUNT_FIELDS if f in tu}
     for f, v in out.items():
         # a plain count as tolerant_int takes it, without the call
@@ -939,14 +955,16 @@ class Ingested(NamedTuple):
 
     places: list[str]
     pairing: Any
+    #: response id -> the Usage its first event carries (None when the events' usage source is not the steps')
+    usages: Any = None
 
     def build_steps(self, s: Session) -> None:
-        build_steps(s, self.places, self.pairing)
+        build_steps(s, self.places, self.pairing, self.usages)
 
 
 def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, meta_raw: Any, options: ReadOptions, tz: Any,
                   lazy: bool = True, *, state_file: str | None, fallback_id: str | None, metrics: StateView | None = None,
-                  usage_source: str = "base_state usage_to_metrics") -> Ingested:
+                  usage_source: str = STEP_USAGE_SOURCE) -> Ingested:
     """Turn decoded SDK events, from any source, into ``s``: the normalized
     events, the tree and active branch, usage per response, the metadata,
     the task, and the pairing of actions and answers the steps are built from.
@@ -965,7 +983,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     # usage per response, known before the events are (the event loop joins it)
     nums = _Numbers()
     stats, by_response = read_stats(metrics if metrics is not None else state, nums)
-    given: set[str] = set()
+    #: the Usage made for each response id (on its first event), for the steps to share
+    given: dict[str, Any] = {}
     usage_on: list[int] = []
     # steps: actions in order, first action of each id, the first answer of
     # each action, later answers, actions per response
@@ -983,6 +1002,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     raws: list[dict] = []
     action_of_call: dict[str, Any] = {}
     seen_ids: dict[Any, int] = {}
+    #: each event's parent_id as written (a string, else None), for the tree
+    pids: list[Any] = []
     accounted = source.read
     # the directory's accounting (one SourceFile per event file read), without a call per event
     direct = type(source) is _DirectoryEvents
@@ -1005,11 +1026,13 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
         elif name_id is not None and eid != name_id:
             s.diag("sdk.event-id-mismatch", f"file name says id {name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
         ref = Ref(path, eid) if line is None else Ref(path, eid, line, line)
+        pid = g("parent_id")
+        if type(pid) is not str:
+            pid = None
         if lazy:
             added = {"index": index}
             ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, ref, partial(_derive, tz, added))
-            pid = g("parent_id")
-            ev.parent_id = pid if type(pid) is str else None
+            ev.parent_id = pid
             # set now, as normalize_raw would (cheap, and what every read asks
             # of every event: the outcome reads ``source``, the cost estimate
             # ``model_usage``), so that asking does not derive the whole event
@@ -1050,8 +1073,7 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
             elif by_response and rid in by_response:
                 if rid not in given:
                     ev.usage = dict(by_response[rid])
-                    ev.model_usage = usage_of(ev.usage, usage_source)
-                    given.add(rid)
+                    ev.model_usage = given[rid] = usage_of(ev.usage, usage_source)
                 else:
                     usage_on.append(pos)  # marked once the analyzer's verdicts are in
         # answers name the action they answer (by action_id, else by tool call id)
@@ -1091,28 +1113,32 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
         kinds.append(typ)
         extras.append(added)
         raws.append(raw)
+        pids.append(pid)
     source.finish(s)
     s.events = events
 
     # --- tree
+    unreadable = source.unreadable(seen_ids, len(events))
     b = tree.branch(
         [e.id for e in events],
         kinds,
-        [e.parent_id for e in events],
+        pids,
         state.get("leaf_event_id"),
         state.get("head_is_empty"),
         file=state_file,
-        unreadable=source.unreadable(seen_ids, len(events)),
-        file_indices=[x["index"] for x in extras],
+        unreadable=unreadable,
+        file_indices=[x["index"] for x in extras] if unreadable else None,
     )
     s.diagnostics.extend(b.diagnostics)
     abandoned = tree.ABANDONED
     root_mark = tree.ROOT_MARK
-    for ev, x, place, parent in zip(events, extras, b.place, b.parents):
+    for ev, x, place in zip(events, extras, b.place):
         ev.branch = place
         x["on_active_branch"] = place != abandoned
-        if parent != ev.parent_id and not (parent is None and ev.parent_id == root_mark):
-            x["effective_parent_id"] = parent
+    if b.parents != pids:  # (equal, compared in C, when every event names its parent)
+        for x, parent, pid in zip(extras, b.parents, pids):
+            if parent != pid and not (parent is None and pid == root_mark):
+                x["effective_parent_id"] = parent
 
     # --- metadata
     if nums.floats:
@@ -1187,7 +1213,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
             if t:
                 s.task, s.task_source = t, "meta.json initial_message"
 
-    return Ingested(b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size))
+    return Ingested(b.place, None if acp_seen else Pairing(step_order, answer_of, extra_answers, batch_size),
+                    given if usage_source == STEP_USAGE_SOURCE else None)
 
 
 def _listing(entries: Iterator[os.DirEntry]) -> Iterator[tuple[str, bool]]:

@@ -88,14 +88,21 @@ class Pairing(NamedTuple):
     batch_size: dict[str, int]  # actions per LLM response id
 
 
-def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | None = None) -> None:
+#: Where a step's usage comes from (the state's per-response metrics).
+STEP_USAGE_SOURCE = "base_state usage_to_metrics"
+
+
+def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | None = None,
+                usages: dict[str, Any] | None = None) -> None:
     """Fill ``s.steps`` (and match ``s.children`` to the steps that spawned them).
 
     Answers carry ``cause`` (the reader sets it from ``action_id``, else from
     the tool call id), so pairing is one pass. ``places`` is each event's
     ``branch`` when the caller has them at hand; ``pairing`` the
     pairing the reader made as it read (used when no event is off the
-    active branch). The facts of
+    active branch); ``usages``: the :class:`~trajkit.model.Usage` the reader
+    made per response id for the response's first event, shared with the
+    step (made here when absent). The facts of
     actions and answers are read from their decoded JSON with the reader's
     own functions, so building steps derives no field of a lazily built
     event (ACP tool calls excepted).
@@ -226,7 +233,8 @@ def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | 
                     cost = u.get("cost")
                     if type(cost) is float or type(cost) is int:
                         step.cost = cost
-                    step.model_usage = _usage_of(u, "base_state usage_to_metrics")
+                    mu = usages.get(rid) if usages is not None else None
+                    step.model_usage = mu if mu is not None else _usage_of(u, STEP_USAGE_SOURCE)
         if at != "ObservationEvent":
             step.extra["answer"] = "user_reject" if at == "UserRejectObservation" else "agent_error"
         steps.append(step)

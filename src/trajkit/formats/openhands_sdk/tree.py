@@ -38,6 +38,10 @@ def effective_parents(ids: list[str | None], written: list[str | None]) -> list[
     written (a string, or None when absent or null): ``__root__`` starts a
     new root, an id is the parent, and none means the previous event
     (legacy linear logs) or no parent for the first event."""
+    if None not in written:  # every parent written (SDK 1.31+)
+        return [None if pid == ROOT_MARK else pid for pid in written]
+    if written.count(None) == len(written):  # none written (a legacy linear log): each event's parent is the one before
+        return [None, *ids[:-1]] if ids else []
     out: list[str | None] = []
     prev: str | None = None
     for eid, pid in zip(ids, written):
@@ -68,10 +72,14 @@ def branch(
     """
     parents = effective_parents(ids, written_parents)
     b = Branching(parents=parents)
-    index: dict[str, int] = {}
-    for i, eid in enumerate(ids):
-        if eid is not None and eid not in index:
-            index[eid] = i
+    n = len(ids)
+    if None not in ids and len(set(ids)) == n:  # every id there and distinct: the common case, in C
+        index: dict[str, int] = dict(zip(ids, range(n)))
+    else:
+        index = {}
+        for i, eid in enumerate(ids):
+            if eid is not None and eid not in index:
+                index[eid] = i
     if unreadable and file_indices is not None:
         # The event read before the lost file: among the events before i, the
         # one with the greatest file index below it (the first such event on
@@ -125,7 +133,6 @@ def branch(
                 leaf_i = i
                 b.leaf_source = "last-event"
                 break
-    n = len(ids)
     if leaf_i is not None and leaf_i == n - 1 and len(index) == n and parents[0] is None and parents[1:] == ids[:-1]:
         # a linear log whose leaf is its last event (the common case): the walk
         # below would visit every event, leaf to first, and find nothing odd
