@@ -16,7 +16,11 @@ time mostly measures other processes), min and median over ``--rounds``:
   ``read``) and ``orjson.loads`` of each;
 - named: ``trajkit.read(run, format="openhands-v0")``, the same without
   detection (what the detection share of the first line is);
-- reference: :func:`reference_v0.steps_of` (stdlib ``json``).
+- reference: :func:`reference_v0.steps_of` (stdlib ``json``);
+- checked floor: the floor plus trajkit's lossless check of each decoded
+  file (``jsonio.suspicious``: the proof that orjson lost no duplicate key
+  and bent no integer, whose diagnostics ``trajkit steps --json`` prints),
+  the least a read that decodes and checks every file costs.
 
 Before timing, every run's steps are checked equal under both (count and
 each step's action and observation event ids). Goals: trajkit <= 1.6x the
@@ -96,6 +100,16 @@ def run_floor(files_per_run):
                 orjson.loads(fh.read())
 
 
+def run_checked_floor(files_per_run):
+    from trajkit.jsonio import suspicious
+
+    for files in files_per_run:
+        for f in files:
+            with open(f, "rb") as fh:
+                data = fh.read()
+            suspicious(data, orjson.loads(data))
+
+
 def check(runs) -> list[list[str]]:
     """Steps equal under trajkit and the rule; returns the files each trajkit read."""
     files = []
@@ -118,10 +132,10 @@ def main(argv=None) -> int:
     runs = build(args.copies)
     files = check(runs)
     size = sum(os.path.getsize(f) for fs in files for f in fs)
-    t: dict[str, list[float]] = {"floor": [], "trajkit": [], "named": [], "reference": []}
+    t: dict[str, list[float]] = {"floor": [], "trajkit": [], "named": [], "reference": [], "checked": []}
     for _ in range(args.rounds):
         for name, fn, arg in (("floor", run_floor, files), ("trajkit", run_trajkit, runs), ("named", run_named, runs),
-                              ("reference", run_reference, runs)):
+                              ("reference", run_reference, runs), ("checked", run_checked_floor, files)):
             c0 = time.process_time()
             fn(arg)
             t[name].append(time.process_time() - c0)
@@ -137,6 +151,9 @@ def main(argv=None) -> int:
     print(f"  trajkit / floor:     {tm / fm:.2f}x (min)  {tmed / fmed:.2f}x (median)   goal <= 1.6x")
     print(f"  named / floor:       {nm / fm:.2f}x (min)  {nmed / fmed:.2f}x (median)   (format named: no detection)")
     print(f"  reference / trajkit: {rm / tm:.2f}x (min)  {rmed / tmed:.2f}x (median)   goal >= 3x")
+    cm, cmed = min(t["checked"]), statistics.median(t["checked"])
+    print(f"  checked floor / floor: {cm / fm:.2f}x (min)  {cmed / fmed:.2f}x (median)   (the floor plus the lossless check)")
+    print(f"  named / checked floor: {nm / cm:.2f}x (min)  {nmed / cmed:.2f}x (median)")
     return 0
 
 
