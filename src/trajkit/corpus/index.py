@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import stat as _stat
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -220,6 +221,10 @@ class _Untrusted(Exception):
     """The tree cannot vouch for its runs (see :func:`tree_digest`)."""
 
 
+#: An entry's record after its name: a NUL (never in a name), size, mtime and ctime (ns), inode.
+_ROW = struct.Struct("<xqqqQ").pack
+
+
 def _wanted(rels: Iterable[str]) -> dict[str, set[str]]:
     """The entries whose change key a digest walk records, as {folder rel: {names}}
     (the top folder is ``""``; ``"."`` is the top itself). A container member
@@ -271,17 +276,20 @@ class _Walk:
                 entries = list(it)
         except OSError:
             raise _Untrusted from None
-        racy_after, is_dir_mode = self.racy_after, _stat.S_ISDIR
+        racy_after, is_dir_mode, row = self.racy_after, _stat.S_ISDIR, _ROW
         wanted = self.want.get(rel)
         keys = self.keys
-        rows: list[tuple[Any, ...]] = []
+        # one record an entry: its name, then its size (-1 a folder, -2 gone or dangling), mtime, ctime and
+        # inode as machine integers; sorted, as the listing's order is the file system's (cheaper than text)
+        rows = []
         subdirs = []
         size, newest = 0, 0.0
         for e in entries:
+            name = e.name
             try:
                 if e.is_dir(follow_symlinks=False):
                     s = e.stat(follow_symlinks=False)
-                    subdirs.append((e.name, e.path, s.st_mtime))
+                    subdirs.append((name, e.path, s.st_mtime))
                     n = -1
                 else:
                     s = e.stat()
@@ -289,18 +297,20 @@ class _Walk:
                         raise _Untrusted
                     n = s.st_size
                     size += n
-                    if s.st_mtime > newest:
-                        newest = s.st_mtime
-                    if wanted is not None and e.name in wanted:
-                        keys[f"{rel}/{e.name}" if rel else e.name] = (n, s.st_mtime)
-            except OSError:
-                rows.append((e.name, -2))  # a dangling symlink, or an entry that vanished
+                    m = s.st_mtime
+                    if m > newest:
+                        newest = m
+                    if wanted is not None and name in wanted:
+                        keys[f"{rel}/{name}" if rel else name] = (n, m)
+            except OSError:  # a dangling symlink, or an entry that vanished
+                rows.append(name.encode("utf-8", "surrogateescape") + row(-2, 0, 0, 0))
                 continue
-            if s.st_mtime_ns > racy_after or s.st_ctime_ns > racy_after:
+            mt, ct = s.st_mtime_ns, s.st_ctime_ns
+            if mt > racy_after or ct > racy_after:
                 raise _Untrusted
-            rows.append((e.name, n, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
-        rows.sort()  # the listing's order is the file system's: the digest does not depend on it
-        h = hashlib.blake2b(repr(rows).encode("utf-8", "surrogateescape"), digest_size=20)
+            rows.append(name.encode("utf-8", "surrogateescape") + row(n, mt, ct, s.st_ino))
+        rows.sort()
+        h = hashlib.blake2b(b"".join(rows), digest_size=20)
         subdirs.sort()
         for name, path, mtime in subdirs:
             sub = f"{rel}/{name}" if rel else name
@@ -590,13 +600,13 @@ def _root_digest(raw: str, rels: Iterable[str], meanwhile: Callable[[], None] | 
     ``raw`` is itself a run (or inside one: detection then looks at folders
     above it, which the digest does not cover). ``meanwhile``: called while
     the walk's helper process has started."""
-    from ..registry import detect
-
     if not os.path.isdir(raw):
         return None
     walk = _Walk(os.path.abspath(raw), _wanted(rels)).start()
     if meanwhile is not None:
         meanwhile()
+    from ..registry import detect  # (imported while the helper walks)
+
     if detect(raw).format is not None:
         walk.abandon()
         return None
