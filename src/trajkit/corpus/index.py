@@ -244,12 +244,13 @@ class _Walk:
     (name, type, size, mtime, ctime, inode of every entry) followed by the
     digests of its sub-folders in name order, so a folder's digest does not
     depend on which process worked it out. :meth:`start` forks a helper
-    (where ``os.fork`` exists) that walks every other folder of the first
-    level holding :data:`_SPLIT_FOLDERS` folders; :meth:`finish` walks the
-    rest here, takes the helper's folders over a pipe (or walks them itself
-    when the helper failed) and puts the tree together. Re-indexing an
-    unchanged corpus is mostly this walk: the bare ``scandir``/``stat`` calls
-    needed to see a file changed in place, so they are shared by two processes.
+    (where ``os.fork`` exists) that walks the folders of the first level
+    holding :data:`_SPLIT_FOLDERS` folders from the last one on;
+    :meth:`finish` walks them from the first one on here, takes the helper's
+    over a pipe (or walks them itself when the helper failed) and puts the
+    tree together. Re-indexing an unchanged corpus is mostly this walk: the
+    bare ``scandir``/``stat`` calls needed to see a file changed in place, so
+    they are shared by two processes.
     """
 
     def __init__(self, top: str, want: dict[str, set[str]] | None = None, split: bool = True) -> None:
