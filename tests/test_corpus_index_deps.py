@@ -55,3 +55,59 @@ def test_a_broken_pyarrow_is_a_message_and_exit_2(tmp_path):
     assert p.returncode == 2, p.stderr
     assert "trajkit index needs a working pyarrow (libarrow.so: cannot open shared object file)" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def _progress(env_extra: dict, quiet: bool) -> str:
+    """Whether a LiveProgress on a piped stderr imported rich.console, and whether it draws."""
+    code = ("import sys\nfrom trajkit.cli._common import LiveProgress\n"
+            f"with LiveProgress(rate=True, quiet={quiet!r}) as bar:\n    pass\n"
+            "print('rich.console' in sys.modules, bar.enabled)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")}
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                       env=dict(env, **env_extra), timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.strip()
+
+
+def test_the_progress_bar_imports_rich_only_when_it_may_draw():
+    # a piped stderr (as in a script or CI) or --quiet: no rich import (a re-index of an unchanged corpus
+    # is over in a fraction of a second); a variable that makes rich draw on a pipe still does
+    assert _progress({}, quiet=False) == "False False"
+    assert _progress({"FORCE_COLOR": "1"}, quiet=True) == "False False"
+    assert _progress({"FORCE_COLOR": "1"}, quiet=False) == "True True"
+    assert _progress({"TTY_COMPATIBLE": "1"}, quiet=False) == "True True"
+
+
+def test_may_be_terminal_is_never_false_where_rich_says_terminal(monkeypatch):
+    from rich.console import Console
+
+    from trajkit.cli._common import _may_be_terminal
+
+    class Stream:
+        def __init__(self, tty):
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+        def write(self, s):
+            return len(s)
+
+        def flush(self):
+            pass
+
+    envs = [{}, {"FORCE_COLOR": ""}, {"FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "0"}, {"TTY_COMPATIBLE": "1"}]
+    seen = set()
+    for env in envs:
+        for tty in (False, True):
+            for k in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+                monkeypatch.delenv(k, raising=False)
+            for k, v in env.items():
+                monkeypatch.setenv(k, v)
+            rich_says = Console(file=Stream(tty)).is_terminal
+            if rich_says:
+                assert _may_be_terminal(Stream(tty)), (env, tty)
+            seen.add(rich_says)
+            if not env:
+                assert _may_be_terminal(Stream(tty)) == tty  # no variable: the TTY alone decides
+    assert seen == {True, False}

@@ -190,14 +190,62 @@ def test_a_root_inside_a_run_is_not_remembered(tree: Path, tmp_path: Path):
     assert json.loads((out / DISCOVERY).read_text())["roots"] == {}
 
 
-def test_roots_written_otherwise_are_remembered_apart(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def _counting_discovery(monkeypatch: pytest.MonkeyPatch) -> list[list]:
+    """Every discovery walk's roots, recorded (discovery still runs)."""
+    calls: list[list] = []
+    real = discover_mod.discover
+
+    def counted(paths, *a, **k):
+        calls.append([str(p) for p in paths])
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr(discover_mod, "discover", counted)
+    return calls
+
+
+def test_a_root_written_otherwise_is_remembered(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # relative after absolute, a trailing slash, and a path through a symlinked folder: one folder, one entry
     out = tmp_path / "idx"
-    monkeypatch.chdir(tree.parent)
-    build(["runs"], out, engine="serial")
     build([str(tree)], out, engine="serial", batch_size=1)
+    alias = tmp_path / "alias"
+    alias.mkdir()
+    (alias / "runs").symlink_to(tree, target_is_directory=True)  # the same name: the same sources
+    monkeypatch.chdir(tree.parent)
+    with monkeypatch.context() as m:
+        _no_discovery(m)
+        for raw in ("runs", "./runs/", str(tree) + "/", str(alias / "runs"), "alias/runs/"):
+            again = build([raw], out, engine="serial", batch_size=1)
+            assert (again.found, again.skipped, again.indexed) == (7, 7, 0), raw
     doc = json.loads((out / DISCOVERY).read_text())
-    (key,) = doc["roots"]  # the last build remembers its own ROOT, in its own form
-    assert key.startswith(str(tree) + "\0")
+    assert list(doc["roots"]) == [os.path.realpath(tree)]
+    # what the remembered runs are named under each spelling is what discovery names them (its own test below);
+    # a change seen through one spelling is seen through the others
+    f = tree / "flat" / "basic.json"
+    f.write_text(f.read_text() + "\n")
+    calls = _counting_discovery(monkeypatch)
+    r = build(["alias/runs"], out, engine="serial", batch_size=1)
+    assert (r.found, r.indexed) == (7, 1) and calls == [["alias/runs"]]
+    r = build([str(tree)], out, engine="serial", batch_size=1)
+    assert (r.found, r.indexed) == (7, 0) and calls == [["alias/runs"]]
+
+
+def test_remembered_problems_quote_the_root_as_written(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # a problem names the ROOT as it was written: replayed under that spelling, walked again under another
+    out = tmp_path / "idx"
+    build([str(tree)], out, engine="serial")
+    doc = json.loads((out / DISCOVERY).read_text())
+    (entry,) = doc["roots"].values()
+    assert entry["root"] == str(tree) and entry["problems"] == []
+    entry["problems"] = [f"{tree}: cannot list: a problem kept from the last walk"]
+    (out / DISCOVERY).write_text(json.dumps(doc))
+    calls = _counting_discovery(monkeypatch)
+    problems: list[str] = []
+    build([str(tree)], out, engine="serial", on_problem=problems.append)
+    assert calls == [] and problems == entry["problems"]
+    monkeypatch.chdir(tree.parent)
+    problems.clear()
+    build(["runs"], out, engine="serial", on_problem=problems.append)
+    assert calls == [["runs"]] and problems == []
 
 
 def test_digest_change_keys_are_change_key(tree: Path):
@@ -224,3 +272,64 @@ def test_a_remembered_unit_is_the_unit_discovery_makes(corpus: Path, tree: Path,
             assert _unit_at(raw, u.rel, u.archive) == u
             seen += 1
     assert seen > 3 * 7  # the 7 runs and the container's sessions, under each spelling of the ROOT
+
+
+def _frontier_folders(root: Path) -> list[str]:
+    return index_mod._Walk(str(root))._frontier()  # the folders the walk shares out, in name order
+
+
+def test_the_digest_does_not_depend_on_the_helper(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    # the tree is wide enough to be shared between this process and a forked helper
+    assert len(_frontier_folders(tree)) >= 2 and index_mod._can_fork()
+    paths = [str(tree)] + [os.path.join(d, n) for d, dirs, files in os.walk(tree) for n in dirs + files]
+    split: dict = dict.fromkeys(paths)
+    whole: dict = dict.fromkeys(paths)
+    digest = tree_digest(tree, split)
+    assert digest is not None and digest == tree_digest(tree, whole, split=False) and split == whole
+    # where fork is missing or refused, one process walks it all, to the same digest
+    can_fork = index_mod._can_fork
+    monkeypatch.setattr(index_mod, "_can_fork", lambda: False)
+    assert tree_digest(tree) == digest
+    monkeypatch.setattr(index_mod, "_can_fork", can_fork)
+
+    def refused():
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    refused_keys: dict = dict.fromkeys(paths)
+    assert tree_digest(tree, refused_keys) == digest and refused_keys == whole
+
+
+def test_a_helper_that_fails_is_walked_for(tree: Path, monkeypatch: pytest.MonkeyPatch):
+    # a helper that dies before sending anything: its folders are walked here
+    real_fork = os.fork
+    forked = []
+
+    def dying_fork():
+        pid = real_fork()
+        if pid == 0:
+            os._exit(3)
+        forked.append(pid)
+        return pid
+
+    paths = [os.path.join(d, n) for d, dirs, files in os.walk(tree) for n in dirs + files]
+    whole: dict = dict.fromkeys(paths)
+    digest = tree_digest(tree, whole, split=False)
+    monkeypatch.setattr(os, "fork", dying_fork)
+    keys: dict = dict.fromkeys(paths)
+    assert tree_digest(tree, keys) == digest and keys == whole
+    assert len(forked) == 1
+
+
+def test_a_symlinked_folder_in_either_half_is_not_trusted(tree: Path, tmp_path: Path):
+    # the helper's half and this process's half each say so
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    folders = _frontier_folders(tree)
+    assert len(folders) >= 2
+    for rel in (folders[0], folders[-1]):  # this process starts from the first, the helper from the last
+        link = tree / rel / "link"
+        link.symlink_to(outside, target_is_directory=True)
+        assert tree_digest(tree) is None and tree_digest(tree, split=False) is None
+        link.unlink()
+        assert tree_digest(tree) is not None

@@ -195,6 +195,19 @@ def out_console(width: int | None = None, **kw: Any):
     return console(highlight=False, width=cols, **kw)
 
 
+def _may_be_terminal(stream: Any) -> bool:
+    """False when rich would certainly not call ``stream`` a terminal: it is no
+    TTY and neither ``FORCE_COLOR`` nor ``TTY_COMPATIBLE`` says otherwise."""
+    import os
+
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ:
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
 class LiveProgress:
     """A transient progress display on stderr, shown only when stderr is a
     terminal (so piped or redirected output never holds it), drawn from its
@@ -203,8 +216,11 @@ class LiveProgress:
     second and the time remaining; ``quiet``: nothing at all."""
 
     def __init__(self, rate: bool = False, quiet: bool = False, unit: str = "runs") -> None:
-        self.console = console(stderr=True)
-        self.enabled = self.console.is_terminal and not quiet
+        # rich is asked (and imported) only when stderr may be a terminal: not with --quiet, nor for a
+        # stderr that is no TTY when no variable makes rich call it one (a re-index of an unchanged
+        # corpus is over in a fraction of a second; importing rich.console was a tenth of it)
+        self.console = None if quiet or not _may_be_terminal(sys.stderr) else console(stderr=True)
+        self.enabled = self.console is not None and self.console.is_terminal
         self.rate = rate
         self.unit = unit
         self._p = None

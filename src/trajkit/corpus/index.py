@@ -26,6 +26,8 @@ When the trajkit version or the options change, every run is read again.
 from __future__ import annotations
 
 import os
+import stat as _stat
+import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,7 +44,7 @@ MANIFEST_FORMAT = "trajkit.index/1"
 #: What the last discovery under each ROOT found (its runs as units: [rel, archive]), with the digest of
 #: the tree it walked.
 DISCOVERY = "_discovery.json"
-DISCOVERY_FORMAT = "trajkit.discovery/1"
+DISCOVERY_FORMAT = "trajkit.discovery/2"
 #: Runs per engine task (a worker's unit of work); a committed batch gathers several. Each hand-over
 #: costs the worker a wait on the driver (traced on 10k runs: 64 runs a task left each worker ~3% of its
 #: time waiting, 128 half that), while the last task of the corpus may leave one worker idle for a task's length.
@@ -208,9 +210,326 @@ def units(roots: Iterable[str], on_problem: Callable[[str], None] | None = None)
 #: taken could change again within the same timestamp tick unseen (a coarse
 #: file-system clock): such a state is not trusted to say "unchanged" later.
 RACY_SECONDS = 2.0
+#: The digest walk hands whole folders to a forked helper process once it
+#: knows this many (breadth first, at most :data:`_SPLIT_DEPTH` levels down):
+#: each process then stats about half the tree.
+_SPLIT_FOLDERS = 8
+_SPLIT_DEPTH = 3
 
 
-def tree_digest(root: str | os.PathLike, keys: dict[str, Any] | None = None) -> str | None:
+class _Untrusted(Exception):
+    """The tree cannot vouch for its runs (see :func:`tree_digest`)."""
+
+
+#: An entry's record after its name: a NUL (never in a name), size, mtime and ctime (ns), inode.
+_ROW = struct.Struct("<xqqqQ").pack
+
+
+def _wanted(rels: Iterable[str]) -> dict[str, set[str]]:
+    """The entries whose change key a digest walk records, as {folder rel: {names}}
+    (the top folder is ``""``; ``"."`` is the top itself). A container member
+    ``FILE#ID`` asks for the file too (its key is the file's, see :meth:`_Walk.key`)."""
+    want: dict[str, set[str]] = {}
+    for rel in rels:
+        for r in (rel, rel.rsplit("#", 1)[0]) if "#" in rel else (rel,):
+            d, _, name = r.rpartition("/")
+            want.setdefault(d, set()).add(name)
+    return want
+
+
+class _Walk:
+    """One digest walk of the directory ``top`` (see :func:`tree_digest`).
+
+    The digest is a hash tree: each folder's is the hash of its sorted rows
+    (name, type, size, mtime, ctime, inode of every entry) followed by the
+    digests of its sub-folders in name order, so a folder's digest does not
+    depend on which process worked it out. :meth:`start` forks a helper
+    (where ``os.fork`` exists) that walks the folders of the first level
+    holding :data:`_SPLIT_FOLDERS` folders from the last one on;
+    :meth:`finish` walks them from the first one on here, takes the helper's
+    over a pipe (or walks them itself when the helper failed) and puts the
+    tree together. Re-indexing an unchanged corpus is mostly this walk: the
+    bare ``scandir``/``stat`` calls needed to see a file changed in place, so
+    they are shared by two processes.
+    """
+
+    def __init__(self, top: str, want: dict[str, set[str]] | None = None, split: bool = True) -> None:
+        self.top = top
+        self.want = want or {}
+        self.keys: dict[str, tuple[int, float]] = {}  # rel -> (bytes, newest mtime) of each wanted entry
+        self.split = split and _can_fork()
+        self.racy_after = 0
+        self.top_stat: Any = None
+        self.frontier: list[str] = []  # the folders (rels) shared with the helper
+        self.claims: Any = None  # which of them are taken (a shared map)
+        self.child: tuple[int, int] | None = None  # (pid, read end of its pipe)
+        self.untrusted = False
+
+    # -- the walk of one folder
+
+    def folder(self, d: str, rel: str, done: dict[str, tuple[bytes, int, float]]) -> tuple[bytes, int, float]:
+        """(digest, bytes of the files below, newest mtime below) of the folder ``d`` (``rel``
+        under the top); ``done``: folders already worked out, by rel. Raises :class:`_Untrusted`."""
+        import hashlib
+
+        try:
+            with os.scandir(d) as it:
+                entries = list(it)
+        except OSError:
+            raise _Untrusted from None
+        racy_after, is_dir_mode, row = self.racy_after, _stat.S_ISDIR, _ROW
+        wanted = self.want.get(rel)
+        keys = self.keys
+        # one record an entry: its name, then its size (-1 a folder, -2 gone or dangling), mtime, ctime and
+        # inode as machine integers; sorted, as the listing's order is the file system's (cheaper than text)
+        rows = []
+        subdirs = []
+        size, newest = 0, 0.0
+        for e in entries:
+            name = e.name
+            try:
+                if e.is_dir(follow_symlinks=False):
+                    s = e.stat(follow_symlinks=False)
+                    subdirs.append((name, e.path, s.st_mtime))
+                    n = -1
+                else:
+                    s = e.stat()
+                    if is_dir_mode(s.st_mode):  # a symlinked folder: what it holds is outside this walk
+                        raise _Untrusted
+                    n = s.st_size
+                    size += n
+                    m = s.st_mtime
+                    if m > newest:
+                        newest = m
+                    if wanted is not None and name in wanted:
+                        keys[f"{rel}/{name}" if rel else name] = (n, m)
+            except OSError:  # a dangling symlink, or an entry that vanished
+                rows.append(name.encode("utf-8", "surrogateescape") + row(-2, 0, 0, 0))
+                continue
+            mt, ct = s.st_mtime_ns, s.st_ctime_ns
+            if mt > racy_after or ct > racy_after:
+                raise _Untrusted
+            rows.append(name.encode("utf-8", "surrogateescape") + row(n, mt, ct, s.st_ino))
+        rows.sort()
+        h = hashlib.blake2b(b"".join(rows), digest_size=20)
+        subdirs.sort()
+        for name, path, mtime in subdirs:
+            sub = f"{rel}/{name}" if rel else name
+            got = done.get(sub)
+            digest, sub_size, sub_newest = got if got is not None else self.folder(path, sub, done)
+            h.update(digest)
+            if mtime > sub_newest:
+                sub_newest = mtime
+            if wanted is not None and name in wanted:
+                keys[sub] = (sub_size, sub_newest)
+            size += sub_size
+            if sub_newest > newest:
+                newest = sub_newest
+        return h.digest(), size, newest
+
+    def _claim(self, order: Iterable[int]) -> dict[str, tuple[bytes, int, float]]:
+        """Walk the frontier folders in ``order`` while the other process has not claimed them."""
+        done: dict[str, tuple[bytes, int, float]] = {}
+        claims, frontier = self.claims, self.frontier
+        for i in order:
+            if claims is not None:
+                if claims[i]:
+                    break  # the other process got here first: the rest is its
+                claims[i] = 1  # (both may take one folder at once: the same result, walked twice)
+            rel = frontier[i]
+            done[rel] = self.folder(os.path.join(self.top, rel), rel, done)
+        return done
+
+    # -- start / finish
+
+    def start(self) -> "_Walk":
+        """Stat the top; start a forked helper on the first wide level (see :meth:`finish`)."""
+        try:
+            st = os.stat(self.top)
+        except OSError:
+            self.untrusted = True
+            return self
+        self.racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
+        if not _stat.S_ISDIR(st.st_mode) or st.st_mtime_ns > self.racy_after or st.st_ctime_ns > self.racy_after:
+            self.untrusted = True
+            return self
+        self.top_stat = st
+        if self.split:
+            frontier = self._frontier()
+            if len(frontier) >= 2:
+                import mmap
+
+                self.frontier = frontier
+                self.claims = mmap.mmap(-1, len(frontier))  # shared with the helper: one byte a folder, 1 = taken
+                self.child = _fork_walk(self)
+                if self.child is None:  # no helper: this process walks it all
+                    self.frontier, self.claims = [], None
+        return self
+
+    def _frontier(self) -> list[str]:
+        """The first level below the top with at least :data:`_SPLIT_FOLDERS` folders (rels, in name
+        order), or the deepest looked at; empty when a folder there cannot be listed."""
+        level = [""]
+        for _ in range(_SPLIT_DEPTH):
+            below: list[str] = []
+            for rel in level:
+                try:
+                    with os.scandir(os.path.join(self.top, rel) if rel else self.top) as it:
+                        below.extend(f"{rel}/{e.name}" if rel else e.name for e in it if e.is_dir(follow_symlinks=False))
+                except OSError:
+                    return []  # the walk itself says so
+            if not below:
+                break
+            level = sorted(below)
+            if len(level) >= _SPLIT_FOLDERS:
+                break
+        return level if level != [""] else []
+
+    def finish(self) -> str | None:
+        """The tree's digest (None when it cannot vouch for its runs); :attr:`keys` filled.
+
+        The frontier folders are shared out as they go: this process takes
+        them from the first, the helper from the last, each stopping where the
+        other has been, so the one that started late (this one, importing the
+        formats meanwhile) or meets bigger folders walks fewer."""
+        child, self.child = self.child, None
+        try:
+            if self.untrusted:
+                return None
+            done = self._claim(range(len(self.frontier)))
+            if child is not None:
+                got = _join_walk(child)
+                child = None
+                if got is not None:  # else the helper failed (not: found the tree untrusted); walked below
+                    theirs, keys = got
+                    if theirs is None:
+                        return None
+                    done.update(theirs)
+                    self.keys.update(keys)
+            digest, size, newest = self.folder(self.top, "", done)  # (any folder not walked yet is walked here)
+        except (_Untrusted, RecursionError):
+            self.keys.clear()
+            return None
+        finally:
+            if child is not None:
+                _reap(child)
+            if self.claims is not None:
+                self.claims.close()
+                self.claims = None
+        st = self.top_stat
+        if "." in self.want.get("", ()):
+            self.keys["."] = (size, max(st.st_mtime, newest))
+        import hashlib
+
+        h = hashlib.blake2b(repr((st.st_mtime_ns, st.st_ctime_ns, st.st_ino)).encode(), digest_size=20)
+        h.update(digest)
+        return h.hexdigest()
+
+    def abandon(self) -> None:
+        """Stop here: the helper is reaped, nothing is returned."""
+        child, self.child = self.child, None
+        if child is not None:
+            _reap(child)
+
+    def key(self, rel: str) -> tuple[int, float] | None:
+        """The change key of the run at ``rel`` (a member ``FILE#ID``: its file's), as
+        :func:`trajkit.corpus.tasks.change_key` gives it."""
+        k = self.keys.get(rel)
+        if k is None and "#" in rel:
+            k = self.keys.get(rel.rsplit("#", 1)[0])
+        return k
+
+
+def _can_fork() -> bool:
+    import sys
+
+    # macOS: a forked child of a process that may have started system frameworks is not safe
+    return hasattr(os, "fork") and sys.platform != "darwin"
+
+
+def _fork_walk(walk: _Walk) -> tuple[int, int] | None:
+    """Fork a helper that walks frontier folders of ``walk`` from the last one
+    on, and sends back their digests and keys (pickled, through a pipe).
+    (pid, read end), or None when no process could be started."""
+    import pickle
+    import warnings
+
+    r, w = os.pipe()
+    try:
+        with warnings.catch_warnings():
+            # 3.12+ warns when a process with threads forks: the helper only lists, stats, hashes and
+            # writes to its pipe, then leaves by os._exit (no lock another thread could hold is taken)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the helper: never returns
+        code = 1
+        try:
+            os.close(r)
+            try:
+                got: Any = (walk._claim(range(len(walk.frontier) - 1, -1, -1)), walk.keys)
+            except (_Untrusted, RecursionError):
+                got = (None, {})
+            data = memoryview(pickle.dumps(got, protocol=pickle.HIGHEST_PROTOCOL))
+            while data:
+                data = data[os.write(w, data):]
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _join_walk(child: tuple[int, int]) -> tuple[Any, dict[str, tuple[int, float]]] | None:
+    """What the helper sent: (its folders' results, or None when it found the
+    tree untrusted; their keys). None when it failed (its folders are then walked here)."""
+    import pickle
+
+    pid, r = child
+    chunks = []
+    try:
+        while True:
+            b = os.read(r, 1 << 20)
+            if not b:
+                break
+            chunks.append(b)
+    except OSError:
+        chunks = []
+    finally:
+        os.close(r)
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:  # pragma: no cover - reaped elsewhere (a SIGCHLD handler)
+        status = 0
+    if status != 0 or not chunks:
+        return None
+    try:
+        got = pickle.loads(b"".join(chunks))
+    except Exception:  # pragma: no cover - a helper that died mid-write exits non-zero
+        return None
+    return got
+
+
+def _reap(child: tuple[int, int]) -> None:
+    """Stop a helper whose walk is not wanted any more."""
+    import signal
+
+    pid, r = child
+    os.close(r)
+    try:
+        os.kill(pid, signal.SIGKILL)  # it holds nothing: only its walk is lost
+    except OSError:  # pragma: no cover - gone already
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:  # pragma: no cover
+        pass
+
+
+def tree_digest(root: str | os.PathLike, keys: dict[str, Any] | None = None, split: bool = True) -> str | None:
     """A digest of everything under the directory ``root`` that discovery can look at.
 
     It sums up every entry below the root, hidden ones included, at any depth:
@@ -227,131 +546,79 @@ def tree_digest(root: str | os.PathLike, keys: dict[str, Any] | None = None) -> 
     :func:`trajkit.corpus.tasks.change_key` would give it, from this walk's
     stats (filled only when a digest is returned).
 
-    A re-index of an unchanged corpus is mostly this walk, so it does no more
-    than it must: one ``stat`` per entry (the listing's type says which are
-    folders), a tuple per entry, and one hash update per folder.
+    ``split``: let a forked helper walk half the tree (see :class:`_Walk`);
+    the digest is the same either way.
     """
-    import hashlib
-    import stat as _stat
-
     top = os.path.abspath(os.fspath(root))
-    try:
-        st = os.stat(top)
-    except OSError:
-        return None
-    if not _stat.S_ISDIR(st.st_mode):
-        return None
-    racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
-    if st.st_mtime_ns > racy_after or st.st_ctime_ns > racy_after:
-        return None
-    want = keys if keys is not None else {}
-    h = hashlib.blake2b(digest_size=20)
-    h.update(repr((st.st_mtime_ns, st.st_ctime_ns, st.st_ino)).encode())
-    is_dir_mode = _stat.S_ISDIR
-
-    class _Untrusted(Exception):
-        pass
-
-    def walk(d: str, rel: str) -> tuple[int, float]:
-        # (bytes of the files below d, newest mtime below d): change_key's sums, d's own mtime left to the caller
-        try:
-            with os.scandir(d) as it:
-                entries = list(it)
-        except OSError:
-            raise _Untrusted from None
-        rows: list[tuple[Any, ...]] = []
-        subdirs = []
-        size, newest = 0, 0.0
-        for e in entries:
-            try:
-                if e.is_dir(follow_symlinks=False):
-                    s = e.stat(follow_symlinks=False)
-                    subdirs.append((e.name, e.path, s.st_mtime))
-                    n = -1
-                else:
-                    s = e.stat()
-                    if is_dir_mode(s.st_mode):
-                        raise _Untrusted  # a symlinked folder: what it holds is outside this walk
-                    n = s.st_size
-                    size += n
-                    if s.st_mtime > newest:
-                        newest = s.st_mtime
-                    if want and e.path in want:
-                        want[e.path] = (n, s.st_mtime)
-            except OSError:
-                rows.append((e.name, -2))  # a dangling symlink, or an entry that vanished
-                continue
-            if s.st_mtime_ns > racy_after or s.st_ctime_ns > racy_after:
-                raise _Untrusted
-            rows.append((e.name, n, s.st_mtime_ns, s.st_ctime_ns, s.st_ino))
-        rows.sort()  # the listing's order is the file system's: the digest does not depend on it
-        h.update(repr((rel, rows)).encode("utf-8", "surrogateescape"))
-        subdirs.sort()
-        for name, path, mtime in subdirs:
-            sub_size, sub_newest = walk(path, rel + "/" + name if rel else name)
-            if mtime > sub_newest:
-                sub_newest = mtime
-            if want and path in want:
-                want[path] = (sub_size, sub_newest)
-            size += sub_size
-            if sub_newest > newest:
-                newest = sub_newest
-        return size, newest
-
-    try:
-        size, newest = walk(top, "")
-    except (_Untrusted, RecursionError):
-        return None
-    if top in want:
-        want[top] = (size, max(st.st_mtime, newest))
-    return h.hexdigest()
+    rels: dict[str, str] = {}
+    for p in keys or ():
+        if p == top:
+            rels[p] = "."
+        elif p.startswith(top.rstrip(os.sep) + os.sep):
+            rels[p] = os.path.relpath(p, top).replace(os.sep, "/")
+    walk = _Walk(top, _wanted(rels.values()), split).start()
+    digest = walk.finish()
+    if digest is not None and keys is not None:
+        for p, rel in rels.items():
+            k = walk.keys.get(rel)
+            if k is not None:
+                keys[p] = k
+    return digest
 
 
-def _tree_digest(raw: str, keys: dict[str, Any] | None = None) -> str | None:
-    """The digest of the directory ROOT ``raw`` when its runs may be remembered:
-    not when ``raw`` is itself a run (or inside one: detection then looks at
-    folders above it, which the digest does not cover). ``keys``: see
-    :func:`tree_digest`."""
-    from ..registry import detect
+class _Remembered:
+    """The runs a ROOT's last discovery found (``[rel, archive]`` each), placed
+    under the ROOT as written now, with the change keys of this walk."""
 
-    if not os.path.isdir(raw) or detect(raw).format is not None:
-        return None
-    return tree_digest(raw, keys)
+    __slots__ = ("raw", "given", "name", "units", "walk")
+
+    def __init__(self, raw: str, units: list[Any], walk: _Walk | None = None) -> None:
+        self.raw = raw
+        self.given = os.path.abspath(raw)
+        self.name = os.path.basename(self.given.rstrip(os.sep)) or self.given
+        self.units = units
+        self.walk = walk
+
+    def source(self, rel: str) -> str:
+        return self.name if rel == "." else f"{self.name}/{rel}"
+
+    def unit(self, i: int, key: tuple[int, float] | None = None) -> Unit:
+        """The :class:`Unit` :func:`unit_of` makes for the ``i``-th run, with the change key ``key``."""
+        rel, archive = self.units[i]
+        path = self.given if rel == "." else os.path.normpath(os.path.join(self.given, rel))
+        return Unit(path=path, source=self.source(rel), root=self.raw, rel=rel,
+                    size=None if key is None else key[0], mtime=None if key is None else key[1], archive=bool(archive))
 
 
 def _unit_at(raw: str, rel: str, archive: bool) -> Unit:
     """The :class:`Unit` :func:`unit_of` makes for the run at ``rel`` under the ROOT ``raw`` (what the cache keeps)."""
-    return _units_at(raw, _placed(raw, [(rel, archive)]))[0]
+    return _Remembered(raw, [[rel, archive]]).unit(0)
 
 
-def _placed(raw: str, found: list[Any]) -> list[tuple[str, str, bool]]:
-    """(absolute path, rel, archive) of each remembered ``[rel, archive]`` under the ROOT ``raw``."""
-    given = os.path.abspath(raw)
-    return [(given if rel == "." else os.path.normpath(os.path.join(given, rel)), rel, bool(archive))
-            for rel, archive in found]
+def _root_digest(raw: str, rels: Iterable[str], meanwhile: Callable[[], None] | None = None) -> tuple[str, _Walk] | None:
+    """The digest of the ROOT ``raw`` and its walk (:meth:`_Walk.key` gives the
+    keys of the runs at ``rels``), when its runs may be remembered: not when
+    ``raw`` is itself a run (or inside one: detection then looks at folders
+    above it, which the digest does not cover). ``meanwhile``: called while
+    the walk's helper process has started."""
+    if not os.path.isdir(raw):
+        return None
+    walk = _Walk(os.path.abspath(raw), _wanted(rels)).start()
+    if meanwhile is not None:
+        meanwhile()
+    from ..registry import detect  # (imported while the helper walks)
 
-
-def _units_at(raw: str, placed: list[tuple[str, str, bool]], keys: dict[str, Any] | None = None) -> list[Unit]:
-    """The :class:`Unit` of each :func:`_placed` run under ``raw``, with its
-    change key when ``keys`` (file -> key, see :func:`tree_digest`) has it."""
-    given = os.path.abspath(raw)
-    name = os.path.basename(given.rstrip(os.sep)) or given
-    out = []
-    for path, rel, archive in placed:
-        k = keys.get(_file_of(path)) if keys else None
-        out.append(Unit(path=path, source=name if rel == "." else f"{name}/{rel}", root=raw, rel=rel,
-                        size=None if k is None else k[0], mtime=None if k is None else k[1], archive=archive))
-    return out
-
-
-def _file_of(path: str) -> str:
-    """The file a member path ``FILE#ID`` names (``path`` itself otherwise), as change_key reads it."""
-    return path.rsplit("#", 1)[0] if "#" in path and not os.path.lexists(path) else path
+    if detect(raw).format is not None:
+        walk.abandon()
+        return None
+    digest = walk.finish()
+    return None if digest is None else (digest, walk)
 
 
 def _cache_key(raw: str) -> str:
-    # the runs are named in the caller's form: the same folder written otherwise is another entry
-    return f"{raw}\0{os.path.abspath(raw)}"
+    # the folder itself, however it is written (relative, trailing slash, through a symlink): the runs
+    # are remembered by their path relative to it and named again in the form written this time
+    return os.path.realpath(os.path.abspath(raw))
 
 
 def _discovery_stamp() -> str:
@@ -361,25 +628,41 @@ def _discovery_stamp() -> str:
     return version() + ";" + ",".join(f"{f.name}@{origin(f.name)}" for f in formats())
 
 
-def load_discovery(out: Path) -> dict[str, dict[str, Any]]:
-    """The runs each ROOT's last discovery found (``DIR/_discovery.json``), when made by this trajkit with these formats."""
+class _Discovery:
+    """``DIR/_discovery.json`` as read: the runs each ROOT's last discovery
+    found (``roots``, by :func:`_cache_key`), and the stamp they were found
+    with (:func:`_discovery_stamp`; trusted only when it is this one's)."""
+
+    __slots__ = ("stamp", "roots")
+
+    def __init__(self, stamp: Any, roots: dict[str, dict[str, Any]]) -> None:
+        self.stamp, self.roots = stamp, roots
+
+    def trusted(self) -> dict[str, dict[str, Any]]:
+        """The roots, when found by this trajkit with these formats (which imports the formats)."""
+        return self.roots if self.stamp == _discovery_stamp() else {}
+
+
+def load_discovery(out: Path) -> _Discovery | None:
+    """What ``DIR/_discovery.json`` remembers (None: nothing readable). Its stamp is not checked yet
+    (:meth:`_Discovery.trusted`): the formats it names load while the tree is walked."""
     try:
         with open(out / DISCOVERY, "rb") as f:
             doc, _ = loads(f.read())
     except OSError:
-        return {}
-    if not isinstance(doc, dict) or doc.get("format") != DISCOVERY_FORMAT or doc.get("stamp") != _discovery_stamp():
-        return {}
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != DISCOVERY_FORMAT:
+        return None
     roots = doc.get("roots")
     if not isinstance(roots, dict):
-        return {}
+        return None
 
     def sound(e: Any) -> bool:  # a damaged entry is walked again, never trusted
         return (isinstance(e, dict) and isinstance(e.get("tree"), str) and isinstance(e.get("problems"), list)
-                and isinstance(e.get("units"), list)
-                and all(isinstance(u, list) and len(u) == 2 and isinstance(u[0], str) for u in e["units"]))
+                and isinstance(e.get("root"), str) and isinstance(e.get("units"), list)
+                and all(type(u) is list and len(u) == 2 and type(u[0]) is str for u in e["units"]))
 
-    return {k: e for k, e in roots.items() if sound(e)}
+    return _Discovery(doc.get("stamp"), {k: e for k, e in roots.items() if sound(e)})
 
 
 def save_discovery(out: Path, walked: dict[str, dict[str, Any]]) -> None:
@@ -391,50 +674,72 @@ def save_discovery(out: Path, walked: dict[str, dict[str, Any]]) -> None:
 class _Found:
     """The runs under the roots, found by a background thread while the engine
     already reads the first ones: an iterator of :class:`Unit` s (each with the
-    key the index holds for it, unless its batch is already superseded)."""
+    key the index holds for it, unless its batch is already superseded).
+
+    The runs of a remembered ROOT whose tree is unchanged are handed over at
+    once, and those whose key equals the index's are not yielded at all: they
+    are counted in :attr:`unchanged` (:meth:`again` gives back the ones whose
+    batch was superseded since). ``skipped``: the caller's list of the yielded
+    runs it found unchanged, to keep :meth:`again` in the order runs were found.
+    """
 
     _END = object()
 
     def __init__(self, roots: list[str], have: dict[str, tuple[int, float, str]], dead: set[str],
                  on_problem: Callable[[str], None] | None, on_found: Callable[[int], None] | None,
-                 cache: dict[str, dict[str, Any]] | None = None) -> None:
+                 cache: _Discovery | None = None, skipped: list[Unit] | None = None) -> None:
         import queue
         import threading
 
         self.q: Any = queue.Queue(maxsize=1024)  # the walk runs ahead of the readers, not the whole corpus ahead
         self.have, self.dead = have, dead
-        self.cache = cache or {}
+        self.cache: dict[str, dict[str, Any]] = {}  # the remembered roots, once their stamp is checked
         self.ready: list[Unit] = []  # units handed over as a list, still to be yielded (last first)
         self.walked: dict[str, dict[str, Any]] = {}  # what each root's discovery found, for the next run
         self.walked_again = False  # some root was not remembered (or changed): discovery walked it
         self.on_problem, self.on_found = on_problem, on_found
         self.sources: set[str] = set()
         self.count = 0
+        self.unchanged = 0  # runs of remembered roots found unchanged, not yielded
+        self.skipped = skipped if skipped is not None else []
+        self.kept: list[tuple[int, _Remembered, list[int]]] = []  # (len(skipped) then, root, indexes of its unchanged runs)
         self.error: BaseException | None = None
         self.done = False
-        self.thread = threading.Thread(target=self._walk, args=(roots,), daemon=True, name="trajkit-discover")
+        checked = [cache is None]
+
+        def trust() -> None:  # the stamp's check imports the formats: done while the first walk's helper walks
+            if not checked[0]:
+                checked[0] = True
+                self.cache = cache.trusted()  # type: ignore[union-attr]
+
+        # the digest walks first, here, one ROOT after the other: a walk forks a helper (see _Walk), and no
+        # thread of ours runs yet
+        digests = []
+        for raw in roots:
+            hit = cache.roots.get(_cache_key(raw)) if cache is not None else None  # (only says which keys to take)
+            digests.append(_root_digest(raw, (rel for rel, _a in hit["units"]) if hit else (), trust))
+        trust()
+        self.thread = threading.Thread(target=self._walk, args=(roots, digests), daemon=True, name="trajkit-discover")
         self.thread.start()
 
-    def _walk(self, roots: list[str]) -> None:
+    def _walk(self, roots: list[str], digests: list[tuple[str, _Walk] | None]) -> None:
         from .discover import discover
 
         try:
-            for raw in roots:
-                hit = self.cache.get(_cache_key(raw))
-                remembered = (hit.get("units") or []) if hit else []
-                placed = _placed(raw, remembered)
-                keys: dict[str, Any] = {_file_of(p): None for p, _r, _a in placed}
-                digest = _tree_digest(raw, keys)  # taken before any walk: a change during it shows next time
-                if digest is not None and hit is not None and hit.get("tree") == digest:
+            for raw, got in zip(roots, digests):
+                digest, walk = got if got is not None else (None, None)  # taken before discovery: a change during it shows next time
+                key = _cache_key(raw)
+                hit = self.cache.get(key)
+                if digest is not None and hit is not None and hit.get("tree") == digest and (
+                        hit["root"] == raw or not hit["problems"]):  # (a problem quotes the ROOT as written)
                     # nothing under the root changed since that walk: its runs, without detecting again, and
                     # their change keys from the digest's own stats
                     for problem in hit.get("problems") or []:
                         if self.on_problem is not None:
                             self.on_problem(problem)
-                    self.q.put(_units_at(raw, placed, keys))  # one hand-over for the lot, not one per run
-                    self.walked[_cache_key(raw)] = hit
+                    self.q.put(_Remembered(raw, hit["units"], walk))  # one hand-over for the lot, not one per run
+                    self.walked[key] = hit
                     continue
-                del remembered, placed, keys
                 self.walked_again = True
                 found_units: list[list[Any]] = []
                 problems: list[str] = []
@@ -452,11 +757,65 @@ class _Found:
 
                 discover([raw], archives=True, on_problem=problem, on_found=found, collect=False)
                 if digest is not None:
-                    self.walked[_cache_key(raw)] = {"tree": digest, "units": found_units, "problems": problems}
+                    self.walked[key] = {"tree": digest, "root": raw, "units": found_units, "problems": problems}
         except BaseException as e:  # pragma: no cover - surfaced in the consumer
             self.error = e
         finally:
             self.q.put(self._END)
+
+    def _remembered(self, rem: _Remembered) -> None:
+        """Sort a remembered root's runs: unchanged ones are only counted, the others queued in :attr:`ready`."""
+        sources, have, dead = self.sources, self.have, self.dead
+        keys = rem.walk.keys  # type: ignore[union-attr]
+        name, prefix = rem.name, rem.name + "/"
+        kept: list[int] = []
+        todo: list[Unit] = []
+        count = self.count
+        for i, (rel, _archive) in enumerate(rem.units):
+            src = name if rel == "." else prefix + rel
+            if src in sources:  # found twice (two ROOTs naming one run under one name)
+                continue
+            sources.add(src)
+            count += 1
+            k = keys.get(rel)
+            if k is None and "#" in rel:
+                k = rem.walk.key(rel)  # type: ignore[union-attr]
+            h = have.get(src)
+            if h is not None and h[2] not in dead:
+                if k is not None and h[0] == k[0] and h[1] == k[1]:
+                    kept.append(i)
+                    continue
+                u = rem.unit(i, k)
+                todo.append(Unit(path=u.path, source=u.source, root=u.root, rel=u.rel, size=u.size, mtime=u.mtime,
+                                 archive=u.archive, prev=(h[0], h[1])))
+            else:
+                todo.append(rem.unit(i, k))
+        if kept:
+            self.kept.append((len(self.skipped), rem, kept))
+            self.unchanged += len(kept)
+        self.ready = todo[::-1]
+        if self.on_found is not None and count > self.count:
+            self.on_found(count)
+        self.count = count
+
+    def again(self) -> list[Unit]:
+        """The runs found unchanged whose batch is superseded (in :attr:`dead`) by now: to be read
+        again, in the order they were found."""
+        have, dead = self.have, self.dead
+        if not dead:
+            return []
+        out: list[Unit] = []
+        at = 0
+        for pos, rem, kept in self.kept + [(len(self.skipped), None, [])]:  # type: ignore[list-item]
+            out.extend(Unit(path=u.path, source=u.source, root=u.root, rel=u.rel, size=u.size, mtime=u.mtime,
+                            archive=u.archive) for u in self.skipped[at:pos] if have[u.source][2] in dead)
+            at = pos
+            if rem is not None:
+                for i in kept:
+                    rel = rem.units[i][0]
+                    if have[rem.source(rel)][2] in dead:
+                        out.append(rem.unit(i, rem.walk.key(rel)))  # type: ignore[union-attr]
+        return out
 
     def __iter__(self) -> "_Found":
         return self
@@ -472,19 +831,19 @@ class _Found:
                     if self.error is not None:
                         raise self.error
                     raise StopIteration
-                if isinstance(u, list):  # a remembered root's runs, handed over at once
-                    self.ready = u[::-1]
+                if isinstance(u, _Remembered):  # a remembered root's runs, handed over at once
+                    self._remembered(u)
                     continue
-            if u.source in self.sources:  # found twice (two ROOTs naming one run under one name)
-                continue
-            self.sources.add(u.source)
-            self.count += 1
-            if self.on_found is not None and self.count % 256 == 0:
-                self.on_found(self.count)
-            h = self.have.get(u.source)
-            if h is not None and h[2] not in self.dead:
-                return Unit(path=u.path, source=u.source, root=u.root, rel=u.rel, size=u.size, mtime=u.mtime,
-                            archive=u.archive, prev=(h[0], h[1]))
+                if u.source in self.sources:  # found twice (two ROOTs naming one run under one name)
+                    continue
+                self.sources.add(u.source)
+                self.count += 1
+                if self.on_found is not None and self.count % 256 == 0:
+                    self.on_found(self.count)
+                h = self.have.get(u.source)
+                if h is not None and h[2] not in self.dead:
+                    return Unit(path=u.path, source=u.source, root=u.root, rel=u.rel, size=u.size, mtime=u.mtime,
+                                archive=u.archive, prev=(h[0], h[1]))
             return u
 
 
@@ -751,7 +1110,7 @@ def build(
                 if on_progress is not None:
                     on_progress(done)
 
-        found = _Found(list(roots), have, dead, on_problem, on_discovered, load_discovery(outp))
+        found = _Found(list(roots), have, dead, on_problem, on_discovered, load_discovery(outp), skipped)
         ended = [False]
 
         def stream() -> Iterable[Unit]:
@@ -771,6 +1130,7 @@ def build(
                         continue
                 yield u
             ended[0] = True
+            done += found.unchanged  # a remembered tree's unchanged runs: counted, never yielded
             if on_start is not None:
                 on_start(found.count, 0)
 
@@ -784,11 +1144,9 @@ def build(
         for src, (_, _, batch) in have.items():
             if src not in found.sources:
                 supersede(batch)
-        again = [u for u in skipped if have[u.source][2] in dead]
+        again = found.again()
         if again:
-            import dataclasses
-
-            take(dataclasses.replace(u, prev=None) for u in again)
+            take(again)
         if held or pending_dead:  # the last batch; or an empty batch records what vanished
             flush()
         res.skipped = res.found - res.indexed
