@@ -120,6 +120,10 @@ _USAGE_ENTRY_KEYS = frozenset({
 })
 
 
+#: What a count the reader built may be: an integer, or None when not recorded.
+_COUNT_TYPES = frozenset({int, type(None)})
+
+
 def usage_of(u: dict[str, Any], source: str) -> Usage | None:
     """``Usage.from_counts(u, source)`` for a per-response usage entry the
     reader built: its counts are already integers under the SDK's names, so
@@ -129,9 +133,8 @@ def usage_of(u: dict[str, Any], source: str) -> Usage | None:
         return Usage.from_counts(u, source)
     g = u.get
     vals = [g("prompt_tokens"), g("completion_tokens"), g("cache_read_tokens"), g("cache_write_tokens"), g("reasoning_tokens")]
-    for v in vals:
-        if v is not None and type(v) is not int:
-            return Usage.from_counts(u, source)
+    if not set(map(type, vals)) <= _COUNT_TYPES:
+        return Usage.from_counts(u, source)
     cost = g("cost")
     model = g("model")
     # positional (input, output, cache_read, cache_write, reasoning, total, cost, source, model): one made per model call

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+from collections import Counter
 from datetime import datetime
 from functools import partial
 from operator import itemgetter
@@ -477,7 +478,7 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
         norm_usages = [_usage(t, nums) for t in token_usages]
         norm_costs = [money(c.get("cost")) for c in costs]
         rids = [t.get("response_id") for t in token_usages]
-        lat_values = [seconds(c.get("latency")) for c in lats]
+        lat_values = [v if type(v) is float and v >= 0.0 else seconds(v) for v in [c.get("latency") for c in lats]]
         name = g("model_name")
         summary[usage_id] = {
             "model_name": name if type(name) is str else None,
@@ -1154,11 +1155,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     md["leaf_source"] = b.leaf_source
     md["abandoned_event_ids"] = [e.id for e, p in zip(events, b.place) if p == abandoned] if abandoned in b.place else []
     md["event_count"] = len(events)
-    counts: dict[str, int] = {}
-    for f in s.files:
-        if f.role == "event":
-            counts[f.note or "?"] = counts.get(f.note or "?", 0) + 1
-    md["event_files"] = counts
+    # per note, in the order first met (counted in C)
+    md["event_files"] = dict(Counter([f.note or "?" for f in s.files if f.role == "event"]))
     md["context_rebuildable"] = md.get("agent_kind") != "ACPAgent"
     if isinstance(state_raw, dict):
         md["state"] = state_raw
