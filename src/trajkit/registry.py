@@ -1010,7 +1010,8 @@ def root_for(path: str | os.PathLike, format: str) -> str:
     return str(det.match.root) + (f"#{det.member}" if det.member is not None else "")
 
 
-def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None, *, _listed: bool = False) -> Session:
+def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None, *, _listed: bool = False,
+         detection: Detection | None = None) -> Session:
     """Detect (unless ``format`` is named) and read the run at ``path``.
 
     With ``format`` named there is no detection at all: ``path`` is read as
@@ -1018,6 +1019,10 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     matches, the match is ambiguous or the named format is unknown; bad data
     inside the run becomes diagnostics, and so does a reader that raises
     (``read.format-failed``).
+
+    ``detection``: what :func:`members_detected` found at this very path
+    (``detect(path, decide_only=True)``), used instead of detecting again;
+    one made for another path is ignored.
     """
     options = options or ReadOptions()
     if isinstance(path, Path) and "#" not in str(path):
@@ -1034,7 +1039,10 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         session.diagnostics.extend(load_problems())
         _flag_undecodable_names(session)
         return session
-    det = detect(p, decide_only=True)
+    if detection is not None and member is None and detection.member is None and detection.path == str(p):
+        det = detection
+    else:
+        det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
         if not _fs.exists(p):
             raise DetectionError(f"{p}: no such file or directory")
@@ -1110,10 +1118,19 @@ def members(path: str | os.PathLike, format: str | None = None, options: ReadOpt
     """The addresses (``ROOT#ID``) of the sessions in the container at
     ``path``; ``[path]`` when it holds one session or names one already.
     Raises :class:`DetectionError` as :func:`read` does when no format matches."""
+    return members_detected(path, format, options)[0]
+
+
+def members_detected(path: str | os.PathLike, format: str | None = None,
+                     options: ReadOptions | None = None) -> tuple[list[str], Detection | None]:
+    """:func:`members`, and the detection made to answer it (None when
+    ``format`` or a member is named): ``read(path, detection=...)`` reads the
+    one session at ``path`` without detecting it a second time."""
     options = options or ReadOptions()
     raw, member = split_member(path)
+    det = None
     if member is not None:
-        return [os.fspath(path)]
+        return [os.fspath(path)], None
     if format is not None:
         fmt, root = get_format(format), _abs_path(raw)
     else:
@@ -1126,8 +1143,8 @@ def members(path: str | os.PathLike, format: str | None = None, options: ReadOpt
         fmt, root = det.format, Path(det.match.root)
     ids = list_members(fmt, root, options)
     if not ids:
-        return [os.fspath(path)]
-    return [f"{root}#{i}" for i in ids]
+        return [os.fspath(path)], det
+    return [f"{root}#{i}" for i in ids], det
 
 
 def read_all(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None) -> Iterator[Session]:
