@@ -178,3 +178,33 @@ def test_pickle_and_copy_round_trip(cls):
     for b in (pickle.loads(pickle.dumps(a)), copy.copy(a), copy.deepcopy(a)):
         assert type(b) is cls and b == a and b is not a
         assert [getattr(b, n) for n, _ in SPECS[cls][2]] == vals
+
+
+def test_a_steps_process_defines_no_dataclass_beyond_import_trajkit():
+    """Defining a dataclass costs ~4M instructions at import: ``trajkit
+    steps`` on a small run defines only those ``import trajkit`` defines
+    (the model's), and modules it adds use :mod:`trajkit._records`."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    code = (
+        "import contextlib, dataclasses, io, sys\n"
+        "import trajkit\n"
+        "base = {m for m in sys.modules if m.startswith('trajkit')}\n"
+        "from trajkit.cli import run\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        f"        run(['steps', {str(repo / 'examples' / 'openhands-v0-trial')!r}])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "for name, mod in sorted(sys.modules.items()):\n"
+        "    if name.startswith('trajkit') and name not in base:\n"
+        "        for obj in list(vars(mod).values()):\n"
+        "            if isinstance(obj, type) and obj.__module__ == name and dataclasses.is_dataclass(obj):\n"
+        "                print(name, obj.__qualname__)\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout == "", p.stdout
