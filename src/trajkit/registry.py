@@ -41,10 +41,10 @@ import importlib
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from ._records import FrozenRecord, Record
 from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
 from .reading import fs as _fs
@@ -86,25 +86,36 @@ STRONG = "strong"
 WEAK = "weak"
 
 
-@dataclass(frozen=True, slots=True)
-class Match:
+class Match(FrozenRecord):
     """A format's claim on a path: the ``root`` it would read, the
     fingerprint that matched, how sure it is (``strong`` or ``weak``), and
     why; ``hint`` is handed to the format's reader as ``ReadOptions.hint``."""
 
+    __slots__ = __match_args__ = ("root", "fingerprint", "strength", "reason", "hint")
     root: Path
     fingerprint: str
-    strength: str = STRONG
-    reason: str = ""
-    hint: Any = None
+    strength: str
+    reason: str
+    hint: Any
+
+    def __init__(self, root: Path, fingerprint: str, strength: str = STRONG, reason: str = "", hint: Any = None) -> None:
+        _set = object.__setattr__
+        _set(self, "root", root)
+        _set(self, "fingerprint", fingerprint)
+        _set(self, "strength", strength)
+        _set(self, "reason", reason)
+        _set(self, "hint", hint)
 
 
-@dataclass(frozen=True, slots=True)
-class Reject:
+class Reject(FrozenRecord):
     """A sniff's "no", with why (shown by ``trajkit detect --why``). A sniff
     may return this instead of None."""
 
+    __slots__ = __match_args__ = ("reason",)
     reason: str
+
+    def __init__(self, reason: str) -> None:
+        object.__setattr__(self, "reason", reason)
 
 
 class lazy:
@@ -137,8 +148,7 @@ class lazy:
         return f"lazy({self.ref!r})"
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(FrozenRecord):
     """A native format: how to recognise it, how to read it, and what else it
     declares it can do.
 
@@ -200,21 +210,49 @@ class Format:
       every check over each of them.
     """
 
+    __match_args__ = ("name", "description", "fingerprints", "priority", "sniff", "read", "find_sessions", "summarize",
+                      "views", "context", "model_calls", "members", "tools", "homes", "examples")
     name: str
     description: str
     fingerprints: tuple[str, ...]
     priority: int
     sniff: Callable[[Probe, Path, str], Match | None]
     read: Callable[[Path, ReadOptions], Session]
-    find_sessions: Callable[..., list[Path]] | None = None
-    summarize: Callable[[Path, int], dict[str, Any]] | None = None
-    views: Callable[[Path], list[str]] | None = None
-    context: Callable[..., list[dict[str, Any]]] | None = None
-    model_calls: Callable[[Session], list[tuple[Any, Any, Any]]] | None = None
-    members: Callable[[Path, ReadOptions], list[str]] | None = None
-    tools: Any = None
-    homes: tuple[str, ...] | None = None
-    examples: tuple[str, ...] = ()
+    find_sessions: Callable[..., list[Path]] | None
+    summarize: Callable[[Path, int], dict[str, Any]] | None
+    views: Callable[[Path], list[str]] | None
+    context: Callable[..., list[dict[str, Any]]] | None
+    model_calls: Callable[[Session], list[tuple[Any, Any, Any]]] | None
+    members: Callable[[Path, ReadOptions], list[str]] | None
+    tools: Any
+    homes: tuple[str, ...] | None
+    examples: tuple[str, ...]
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        fingerprints: tuple[str, ...],
+        priority: int,
+        sniff: Callable[[Probe, Path, str], Match | None],
+        read: Callable[[Path, ReadOptions], Session],
+        find_sessions: Callable[..., list[Path]] | None = None,
+        summarize: Callable[[Path, int], dict[str, Any]] | None = None,
+        views: Callable[[Path], list[str]] | None = None,
+        context: Callable[..., list[dict[str, Any]]] | None = None,
+        model_calls: Callable[[Session], list[tuple[Any, Any, Any]]] | None = None,
+        members: Callable[[Path, ReadOptions], list[str]] | None = None,
+        tools: Any = None,
+        homes: tuple[str, ...] | None = None,
+        examples: tuple[str, ...] = (),
+    ) -> None:
+        # a Format has a __dict__ (no slots), as the dataclass it was; set it in one go
+        object.__setattr__(self, "__dict__", {
+            "name": name, "description": description, "fingerprints": fingerprints, "priority": priority,
+            "sniff": sniff, "read": read, "find_sessions": find_sessions, "summarize": summarize, "views": views,
+            "context": context, "model_calls": model_calls, "members": members, "tools": tools, "homes": homes,
+            "examples": examples,
+        })
 
     def can(self, capability: str) -> bool:
         """Whether the format declares ``capability`` (a key of :data:`CAPABILITIES`)."""
@@ -326,37 +364,61 @@ def cannot(fmt_name: str, capability: str) -> str:
     return f"{fmt_name} cannot {what}; formats that can: {', '.join(can) if can else 'none installed'}"
 
 
-@dataclass(slots=True)
-class Candidate:
+class Candidate(Record):
     """One format considered during detection and what became of it."""
 
+    __slots__ = __match_args__ = ("format", "priority", "path", "fingerprint", "outcome", "strength", "root", "reason")
     format: str
     priority: int
     path: str
     fingerprint: str | None
     outcome: str  # "match", "sniff-rejected", "sniff-error", "unrelated"
-    strength: str | None = None
-    root: str | None = None
-    reason: str = ""
+    strength: str | None
+    root: str | None
+    reason: str
+
+    def __init__(self, format: str, priority: int, path: str, fingerprint: str | None, outcome: str,
+                 strength: str | None = None, root: str | None = None, reason: str = "") -> None:
+        self.format = format
+        self.priority = priority
+        self.path = path
+        self.fingerprint = fingerprint
+        self.outcome = outcome
+        self.strength = strength
+        self.root = root
+        self.reason = reason
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__slots__}
 
 
-@dataclass(slots=True)
-class Detection:
+class Detection(Record):
     """The outcome of :func:`detect`: the winning format and match, whether the
-    decision was ambiguous, and every candidate considered."""
+    decision was ambiguous, and every candidate considered. ``member``: the
+    session named after ``#`` in the path (a container's member), if any;
+    ``diagnostics``: what went wrong while detecting (a format's sniff
+    raised), never fatal. ``considered`` and ``diagnostics`` default to new
+    empty lists."""
 
+    __slots__ = __match_args__ = ("path", "format", "match", "ambiguous", "considered", "member", "diagnostics")
     path: str
     format: Format | None
     match: Match | None
-    ambiguous: bool = False
-    considered: list[Candidate] = field(default_factory=list)
-    #: the session named after ``#`` in the path (a container's member), if any
-    member: str | None = None
-    #: what went wrong while detecting (a format's sniff raised), never fatal
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    ambiguous: bool
+    considered: list[Candidate]
+    member: str | None
+    diagnostics: list[Diagnostic]
+
+    def __init__(self, path: str, format: Format | None, match: Match | None, ambiguous: bool = False,
+                 considered: list[Candidate] | None = None, member: str | None = None,
+                 diagnostics: list[Diagnostic] | None = None) -> None:
+        self.path = path
+        self.format = format
+        self.match = match
+        self.ambiguous = ambiguous
+        self.considered = [] if considered is None else considered
+        self.member = member
+        self.diagnostics = [] if diagnostics is None else diagnostics
 
     def to_dict(self) -> dict[str, Any]:
         d = {
@@ -376,15 +438,21 @@ class Detection:
         return d
 
 
-@dataclass(frozen=True, slots=True)
-class FormatEntry:
+class FormatEntry(FrozenRecord):
     """One ``trajkit.formats`` entry point: the format's name, the
     ``module:attribute`` of its :class:`Format`, and which distribution
     provided it (``origin``, its name and version, e.g. ``trajkit 0.1.0``)."""
 
+    __slots__ = __match_args__ = ("name", "value", "origin")
     name: str
     value: str
     origin: str
+
+    def __init__(self, name: str, value: str, origin: str) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "origin", origin)
 
 
 _entries: list[FormatEntry] | None = None
@@ -942,7 +1010,8 @@ def root_for(path: str | os.PathLike, format: str) -> str:
     return str(det.match.root) + (f"#{det.member}" if det.member is not None else "")
 
 
-def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None, *, _listed: bool = False) -> Session:
+def read(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None, *, _listed: bool = False,
+         detection: Detection | None = None) -> Session:
     """Detect (unless ``format`` is named) and read the run at ``path``.
 
     With ``format`` named there is no detection at all: ``path`` is read as
@@ -950,6 +1019,10 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
     matches, the match is ambiguous or the named format is unknown; bad data
     inside the run becomes diagnostics, and so does a reader that raises
     (``read.format-failed``).
+
+    ``detection``: what :func:`members_detected` found at this very path
+    (``detect(path, decide_only=True)``), used instead of detecting again;
+    one made for another path is ignored.
     """
     options = options or ReadOptions()
     if isinstance(path, Path) and "#" not in str(path):
@@ -966,7 +1039,10 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         session.diagnostics.extend(load_problems())
         _flag_undecodable_names(session)
         return session
-    det = detect(p, decide_only=True)
+    if detection is not None and member is None and detection.member is None and detection.path == str(p):
+        det = detection
+    else:
+        det = detect(p, decide_only=True)
     if det.format is None or det.match is None:
         if not _fs.exists(p):
             raise DetectionError(f"{p}: no such file or directory")
@@ -1042,10 +1118,19 @@ def members(path: str | os.PathLike, format: str | None = None, options: ReadOpt
     """The addresses (``ROOT#ID``) of the sessions in the container at
     ``path``; ``[path]`` when it holds one session or names one already.
     Raises :class:`DetectionError` as :func:`read` does when no format matches."""
+    return members_detected(path, format, options)[0]
+
+
+def members_detected(path: str | os.PathLike, format: str | None = None,
+                     options: ReadOptions | None = None) -> tuple[list[str], Detection | None]:
+    """:func:`members`, and the detection made to answer it (None when
+    ``format`` or a member is named): ``read(path, detection=...)`` reads the
+    one session at ``path`` without detecting it a second time."""
     options = options or ReadOptions()
     raw, member = split_member(path)
+    det = None
     if member is not None:
-        return [os.fspath(path)]
+        return [os.fspath(path)], None
     if format is not None:
         fmt, root = get_format(format), _abs_path(raw)
     else:
@@ -1058,8 +1143,8 @@ def members(path: str | os.PathLike, format: str | None = None, options: ReadOpt
         fmt, root = det.format, Path(det.match.root)
     ids = list_members(fmt, root, options)
     if not ids:
-        return [os.fspath(path)]
-    return [f"{root}#{i}" for i in ids]
+        return [os.fspath(path)], det
+    return [f"{root}#{i}" for i in ids], det
 
 
 def read_all(path: str | os.PathLike, format: str | None = None, options: ReadOptions | None = None) -> Iterator[Session]:
@@ -1094,17 +1179,27 @@ def steps_per_view(root: str | os.PathLike, format_name: str, options: ReadOptio
     return out
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+def _has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a surrogate code point, the only ones UTF-8
+    cannot encode (a regex class of them compiles to a 64K-entry map: ~2M
+    instructions at every import)."""
+    if text.isascii():
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _flag_undecodable_names(session: Session) -> None:
     """One ``path.not-utf8`` warning when a path the run was read from is not
     valid UTF-8 (Python holds such bytes as lone surrogates): outputs show
     those bytes escaped (``\\udcff``), so the name printed is not the name on disk."""
-    search = _SURROGATE.search
+    search = _has_surrogate
     joined = "\0".join([session.source_path or ""] + [f.path for f in session.files])
-    if joined.isascii() or not search(joined):
-        return  # the common case: an ASCII scan in C, the regex only for other text
+    if not search(joined):
+        return  # the common case: an ASCII scan in C, else one UTF-8 encode
     bad = [f.path for f in session.files if search(f.path)]
     if search(session.source_path or ""):
         bad.insert(0, session.source_path)

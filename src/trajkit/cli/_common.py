@@ -88,8 +88,10 @@ def _check_exists(path: str) -> None:
 
 
 def load_session(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30, member: str | None = None,
-                 **opts: Any) -> Session:
-    """Read a session for a verb, exiting with a clear message when nothing can be read."""
+                 detection: Any = None, **opts: Any) -> Session:
+    """Read a session for a verb, exiting with a clear message when nothing
+    can be read. ``detection``: what :func:`session_targets` found at ``path``
+    (not detected again)."""
     from ..registry import read, root_for
 
     path = _address(path, member)
@@ -99,7 +101,7 @@ def load_session(path: str, format_name: str | None = None, max_file_bytes: int 
             # a named format reads without detection; a path inside the run
             # still finds the run's root, as that format alone sees it
             path = root_for(path, format_name)
-        return read(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, **opts))
+        return read(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes, **opts), detection=detection)
     except (DetectionError, TrajkitError) as e:
         fail(str(e))
         raise  # unreachable
@@ -110,17 +112,26 @@ def session_addresses(path: str, format_name: str | None = None, max_file_bytes:
     """The sessions a verb runs over at ``path``: every member of a container
     file (``output.jsonl``, ``opencode.db``) unless one is named, else the
     one run. Exits 2 when nothing there can be read."""
-    from ..registry import members, root_for
+    return [address for address, _ in session_targets(path, format_name, max_file_bytes, member)]
+
+
+def session_targets(path: str, format_name: str | None = None, max_file_bytes: int = 1 << 30,
+                    member: str | None = None) -> list[tuple[str, Any]]:
+    """:func:`session_addresses`, each with the detection to hand to
+    :func:`load_session` (the one made at ``path`` when it holds a single
+    session, else None), so the run is not detected twice."""
+    from ..registry import members_detected, root_for
 
     path = _address(path, member)
     _check_exists(path)
     try:
         if format_name is not None:
             path = root_for(path, format_name)
-        return members(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
+        addresses, det = members_detected(path, format=format_name, options=ReadOptions(max_file_bytes=max_file_bytes))
     except (DetectionError, TrajkitError) as e:
         fail(str(e))
         raise  # unreachable
+    return [(a, det if a == path else None) for a in addresses]
 
 
 def ctb_labels(session: Session, ctb_row: str | None, ctb_id: str | None) -> dict[str, Any] | None:

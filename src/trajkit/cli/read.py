@@ -26,7 +26,7 @@ from ._common import (
     fail,
     load_session,
     out_console,
-    session_addresses,
+    session_targets,
     progress as _progress,
     warn_secrets,
 )
@@ -82,11 +82,11 @@ def show_cmd(path, format_name, member, tz, max_file_bytes, view, width):
     for a file holding many; name one as PATH#ID or with --member ID)."""
     from ..view.terminal import draw_transcript, transcript
 
-    addresses = session_addresses(path, format_name, max_file_bytes, member)
-    for address in addresses:
-        if len(addresses) > 1:
+    targets = session_targets(path, format_name, max_file_bytes, member)
+    for address, detection in targets:
+        if len(targets) > 1:
             click.echo(printable(f"== {address}"))
-        session = load_session(address, format_name, max_file_bytes, view=view, tz=tz)
+        session = load_session(address, format_name, max_file_bytes, detection=detection, view=view, tz=tz)
         draw_transcript(transcript(session), 400 if width is None else width, console=out_console(width or None))
 
 

@@ -29,7 +29,7 @@ from ._common import (
     out_console,
     piped_width,
     print_diagnostics,
-    session_addresses,
+    session_targets,
 )
 
 #: The options :func:`parse` reads that take a value: name -> (parameter, type).
@@ -170,14 +170,14 @@ def steps(path, format_name, member, tz, max_file_bytes, view, as_json, as_jsonl
     """``trajkit steps PATH [options]``: see :mod:`.steps_cmd` for each option."""
     from .. import steps as steps_mod
 
-    addresses = session_addresses(path, format_name, max_file_bytes, member)
-    many = len(addresses) > 1
+    targets = session_targets(path, format_name, max_file_bytes, member)
+    many = len(targets) > 1
     if many and (ctb_row or all_views):
-        fail(f"{path} holds {len(addresses)} sessions; --ctb-row and --all-views take one: name it as PATH#ID or with --member ID")
+        fail(f"{path} holds {len(targets)} sessions; --ctb-row and --all-views take one: name it as PATH#ID or with --member ID")
     docs: list[dict] = []
     mismatches: list[str] = []
-    for address in addresses:
-        session = load_session(address, format_name, max_file_bytes, view=view, tz=tz)
+    for address, detection in targets:
+        session = load_session(address, format_name, max_file_bytes, detection=detection, view=view, tz=tz)
         per_view = None
         if all_views:
             from ..registry import steps_per_view

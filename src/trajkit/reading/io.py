@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
 from typing import Any, Iterator
 
 import orjson
 
 from ..jsonio import DEFAULT_MAX_FILE_BYTES, MISSING, loads, suspicious_reencoded
+from .._records import Record
 from ..diagnostics import ERROR, WARNING, Diagnostic
 from .fs import current as _mounted
 
@@ -67,14 +67,19 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-@dataclass(slots=True)
-class Refusal:
+class Refusal(Record):
     """Why :func:`read_capped` returned no bytes: ``code`` (``file.too-large``
     or ``file.unreadable``), the size when known, and a reason for people."""
 
+    __slots__ = __match_args__ = ("code", "size", "reason")
     code: str
     size: int | None
     reason: str
+
+    def __init__(self, code: str, size: int | None, reason: str) -> None:
+        self.code = code
+        self.size = size
+        self.reason = reason
 
     def diagnostic(self, path: str, cap: int) -> Diagnostic:
         if self.code == TOO_LARGE:
@@ -217,15 +222,21 @@ def load_json_sized(path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple
     return value, d, len(data)
 
 
-@dataclass(slots=True)
-class JsonLine:
+class JsonLine(Record):
     """One decoded line of a JSON Lines file: its value, 1-based line number
     and byte offset; ``value`` is MISSING when the line did not decode."""
 
+    __slots__ = __match_args__ = ("value", "line", "offset", "raw")
     value: Any
     line: int
     offset: int
     raw: bytes
+
+    def __init__(self, value: Any, line: int, offset: int, raw: bytes) -> None:
+        self.value = value
+        self.line = line
+        self.offset = offset
+        self.raw = raw
 
 
 def iter_jsonl(data: bytes, file: str | None = None, diags: list[Diagnostic] | None = None) -> Iterator[JsonLine]:

@@ -18,9 +18,9 @@ operation, ``code`` a program, a patch text a patch, ``url`` a fetch.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from .._records import FrozenRecord, Record
 from ..model import (
     CODE_OP, CONTROL_OP, EDIT_OP, FETCH_OP, FINISH_OP, MESSAGE_OP, OTHER_OP, PATCH_OP, READ_OP, SEARCH_OP, SHELL_OP,
     SPAWN_OP, THINK_OP, WRITE_OP, ToolCall,
@@ -143,8 +143,7 @@ def _fits(op: str, args: dict[str, Any]) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
+class ToolSpec(FrozenRecord):
     """One tool of one harness.
 
     ``name``: the tool / action name as the harness writes it. ``op``: a
@@ -158,10 +157,18 @@ class ToolSpec:
     missing (``call``: the call's name, ``action``: the action's name).
     """
 
+    __slots__ = __match_args__ = ("name", "op", "single", "mcp")
     name: str
-    op: str | None = None
-    single: str | None = None
-    mcp: str | None = None
+    op: str | None
+    single: str | None
+    mcp: str | None
+
+    def __init__(self, name: str, op: str | None = None, single: str | None = None, mcp: str | None = None) -> None:
+        _set = object.__setattr__
+        _set(self, "name", name)
+        _set(self, "op", op)
+        _set(self, "single", single)
+        _set(self, "mcp", mcp)
 
     def describe(self, call: ToolCall, action: str | None, input: Any) -> None:
         """Fill ``call``'s typed facts (op, action, input and the normalized arguments)."""
@@ -207,12 +214,17 @@ def fill(call: ToolCall, op: str, name: str, args: dict[str, Any]) -> None:
 UNDECLARED = ToolSpec("*")
 
 
-@dataclass(slots=True)
-class ToolTable:
-    """A harness's tools by name (:class:`ToolSpec`), and the calls it describes."""
+class ToolTable(Record):
+    """A harness's tools by name (:class:`ToolSpec`), and the calls it
+    describes. ``specs`` defaults to a new empty mapping."""
 
+    __slots__ = __match_args__ = ("harness", "specs")
     harness: str
-    specs: dict[str, ToolSpec] = field(default_factory=dict)
+    specs: dict[str, ToolSpec]
+
+    def __init__(self, harness: str, specs: dict[str, ToolSpec] | None = None) -> None:
+        self.harness = harness
+        self.specs = {} if specs is None else specs
 
     @classmethod
     def of(cls, harness: str, *specs: ToolSpec) -> "ToolTable":

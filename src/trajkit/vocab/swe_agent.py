@@ -12,9 +12,9 @@ certify sees a read, an edit or a shell line, not an opaque string.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from typing import Any
 
+from .._records import FrozenRecord
 from ..model import ToolCall
 from . import EDIT_OP, FINISH_OP, READ_OP, SEARCH_OP, SHELL_OP, WRITE_OP, ToolSpec, ToolTable
 
@@ -107,14 +107,19 @@ def command_name(action: str) -> str:
     return words[0] if words and words[0] in _COMMANDS else "bash"
 
 
-@dataclass(frozen=True, slots=True)
-class TextCommand:
+class TextCommand(FrozenRecord):
     """The spec of a text command's :class:`~trajkit.model.ToolCall`: its
     arguments are parsed (:func:`parse_command`) only when a consumer first
     reads the call's typed facts, then described by the command's own spec."""
 
+    __slots__ = __match_args__ = ("action", "open_file")
     action: str
-    open_file: str | None = None
+    open_file: str | None
+
+    def __init__(self, action: str, open_file: str | None = None) -> None:
+        _set = object.__setattr__
+        _set(self, "action", action)
+        _set(self, "open_file", open_file)
 
     def describe(self, call: ToolCall, action: str | None, input: Any) -> None:
         name, args = parse_command(self.action, self.open_file)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
+from ..._records import Record
 from ...diagnostics import ERROR, WARNING, Diagnostic
 from ...reading import fs
 from ...reading import tree
@@ -61,15 +61,23 @@ class EventFile(NamedTuple):
     status: str = EVENT
 
 
-@dataclass(slots=True)
-class EventScan:
+class EventScan(Record):
     """The outcome of listing ``events/`` as the SDK does: the files it reads
-    in index order, and every other file with why it is not read."""
+    in index order, and every other file with why it is not read (the lists
+    default to new empty ones)."""
 
-    ordered: list[EventFile] = field(default_factory=list)
-    others: list[EventFile] = field(default_factory=list)
-    first_missing: int | None = None
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    __slots__ = __match_args__ = ("ordered", "others", "first_missing", "diagnostics")
+    ordered: list[EventFile]
+    others: list[EventFile]
+    first_missing: int | None
+    diagnostics: list[Diagnostic]
+
+    def __init__(self, ordered: list[EventFile] | None = None, others: list[EventFile] | None = None,
+                 first_missing: int | None = None, diagnostics: list[Diagnostic] | None = None) -> None:
+        self.ordered = [] if ordered is None else ordered
+        self.others = [] if others is None else others
+        self.first_missing = first_missing
+        self.diagnostics = [] if diagnostics is None else diagnostics
 
 
 def is_conversation_dir(path: str | os.PathLike, probe: Probe | None = None) -> bool:

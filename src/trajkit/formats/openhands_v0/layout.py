@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..._records import Record
 from ...reading import io as read_io
 from ...reading.probe import Probe
 from ...registry import STRONG, WEAK, Match, Reject
@@ -31,8 +31,7 @@ _SHARD_FILE = re.compile(r"^(\d+)-(\d+)\.json$")
 # ---------------------------------------------------------------- layout
 
 
-@dataclass(slots=True)
-class Layout:
+class Layout(Record):
     """Where each view of a trial lives.
 
     ``kind``: ``terminal-bench``, ``harbor``, ``agent-logs``, ``session-dir``
@@ -40,18 +39,34 @@ class Layout:
     directory / file). ``flat_candidates``: files that may be the flat
     export. ``session_dirs``: ``<sid>/`` directories, sorted. ``probe``: the
     cached listings the layout was found with (detection's, when it came as
-    a hint), so the reader lists nothing twice.
+    a hint), so the reader lists nothing twice (a new one when not given).
+    ``rel_base``: what paths are made relative to (the root, or a bare
+    file's folder), as text; set on first use. The lists default to new
+    empty ones.
     """
 
+    __slots__ = __match_args__ = ("kind", "root", "flat_candidates", "session_dirs", "metadata_files", "recordings",
+                                  "probe", "rel_base")
     kind: str
     root: Path
-    flat_candidates: list[Path] = field(default_factory=list)
-    session_dirs: list[Path] = field(default_factory=list)
-    metadata_files: list[tuple[str, Path]] = field(default_factory=list)
-    recordings: list[Path] = field(default_factory=list)
-    probe: Probe = field(default_factory=Probe)
-    #: what paths are made relative to (the root, or a bare file's folder), as text; set on first use
-    rel_base: str | None = None
+    flat_candidates: list[Path]
+    session_dirs: list[Path]
+    metadata_files: list[tuple[str, Path]]
+    recordings: list[Path]
+    probe: Probe
+    rel_base: str | None
+
+    def __init__(self, kind: str, root: Path, flat_candidates: list[Path] | None = None,
+                 session_dirs: list[Path] | None = None, metadata_files: list[tuple[str, Path]] | None = None,
+                 recordings: list[Path] | None = None, probe: Probe | None = None, rel_base: str | None = None) -> None:
+        self.kind = kind
+        self.root = root
+        self.flat_candidates = [] if flat_candidates is None else flat_candidates
+        self.session_dirs = [] if session_dirs is None else session_dirs
+        self.metadata_files = [] if metadata_files is None else metadata_files
+        self.recordings = [] if recordings is None else recordings
+        self.probe = Probe() if probe is None else probe
+        self.rel_base = rel_base
 
     def ls(self, d: Path | str) -> list[str]:
         """The names in directory ``d``, listed once per layout."""
