@@ -444,3 +444,47 @@ def test_batches_cut_across_engine_chunks_and_task_failures_keep_every_row(corpu
     others = {r["run_id"] for r in want} - {row["run_id"]}
     for t in ("steps", "tool_calls", "sessions"):
         assert [r for r in table(failed, t) if r["run_id"] in others] == [r for r in table(ref, t) if r["run_id"] in others]
+
+
+def test_large_batches_are_written_in_row_groups_and_a_failed_batch_leaves_nothing(corpus, tmp_path, monkeypatch):
+    """The driver holds at most ROW_GROUP_BYTES of a batch's rows: past that it
+    writes them as a row group. The tables are the ones an index written in one
+    piece per batch gives; a batch that fails half-written leaves no file and no
+    manifest, and the next run reads its runs again."""
+    import trajkit.corpus.index as ix
+
+    root = _small_corpus(corpus, tmp_path, copies=2)  # 14 runs
+    ref = tmp_path / "ref"
+    ix.build([str(root)], ref, engine="serial", batch_size=64)
+    assert {pq.ParquetFile(f).metadata.num_row_groups for fs in live_files(ref).values() for f in fs} == {1}
+
+    monkeypatch.setattr(ix, "ENGINE_CHUNK", 2)
+    monkeypatch.setattr(ix, "ROW_GROUP_BYTES", 1)  # every chunk of 2 runs is a row group
+    small = tmp_path / "small"
+    res = ix.build([str(root)], small, engine="serial", batch_size=64)
+    assert res.batches == 1 and res.indexed == 14
+    for t in TABLES:
+        assert table(small, t) == table(ref, t), t
+    (runs_file,) = live_files(small)["runs"]
+    assert pq.ParquetFile(runs_file).metadata.num_row_groups == 7
+
+    real = ix._BatchWriter._write
+    calls = [0]
+
+    def failing(self):
+        calls[0] += 1
+        if calls[0] == 3:  # two row groups are on disk, in temporary files
+            raise RuntimeError("disk full")
+        return real(self)
+
+    monkeypatch.setattr(ix._BatchWriter, "_write", failing)
+    broken = tmp_path / "broken"
+    with pytest.raises(RuntimeError, match="disk full"):
+        ix.build([str(root)], broken, engine="serial", batch_size=64)
+    assert [p for p in broken.rglob("*") if p.is_file() and p.name != ".lock" and p.parent == broken / MANIFESTS] == []
+    assert [p for t in TABLES for p in (broken / t).glob("*")] == []  # the temporary files are gone too
+    monkeypatch.setattr(ix._BatchWriter, "_write", real)
+    again = ix.build([str(root)], broken, engine="serial", batch_size=64)
+    assert again.indexed == 14
+    for t in TABLES:
+        assert table(broken, t) == table(ref, t), t

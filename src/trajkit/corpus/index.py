@@ -49,6 +49,11 @@ DISCOVERY_FORMAT = "trajkit.discovery/2"
 #: costs the worker a wait on the driver (traced on 10k runs: 64 runs a task left each worker ~3% of its
 #: time waiting, 128 half that), while the last task of the corpus may leave one worker idle for a task's length.
 ENGINE_CHUNK = 128
+#: Column data (Arrow bytes) a batch holds before it writes them as a row group of each table's file: the
+#: driver holds at most about this much of a batch's rows. Runs of ordinary size give a batch one row group
+#: (1,000 real-sized runs are ~2 MB); a batch of large runs, a few (a row group per engine chunk made files
+#: of 1,000 runs twice as large: every row group repeats each column's dictionary, statistics and headers).
+ROW_GROUP_BYTES = 4 << 20
 
 
 class IndexError_(Exception):
@@ -878,20 +883,53 @@ class IndexResult:
 class _Block:
     """One engine batch's rows, packed in the worker (:func:`_pack`): per
     table the rows of all its units as column buffers (:class:`Encoded`),
-    and where each unit's rows start."""
+    and where each unit's rows start.
 
-    __slots__ = ("tables", "starts", "_arrow")
+    It travels compressed (zlib level 1: ~4x smaller, ~14 ms a MB in the
+    worker) and stays so in the driver until its rows are taken: the results
+    the process engine holds ahead of the writer (up to ``4 * jobs`` chunks,
+    received while the driver writes) cost a quarter of their size. A chunk of
+    large runs is ~1.4 MB of column data; eight of them were most of the
+    driver's peak on the 10k bench corpus."""
+
+    __slots__ = ("_tables", "_starts", "_arrow", "_z")
 
     def __init__(self, tables: dict[str, Encoded], starts: dict[str, list[int]]) -> None:
-        self.tables, self.starts = tables, starts
+        self._tables: dict[str, Encoded] | None = tables
+        self._starts: dict[str, list[int]] | None = starts
         self._arrow: dict[str, Any] = {}
+        self._z: bytes | None = None
 
-    def __getstate__(self) -> tuple[Any, ...]:
-        return self.tables, self.starts
+    def __getstate__(self) -> bytes:
+        if self._z is None:
+            import pickle
+            import zlib
 
-    def __setstate__(self, state: tuple[Any, ...]) -> None:
-        self.tables, self.starts = state
-        self._arrow = {}
+            self._z = zlib.compress(pickle.dumps((self._tables, self._starts), protocol=pickle.HIGHEST_PROTOCOL), 1)
+        return self._z
+
+    def __setstate__(self, state: bytes) -> None:
+        self._z, self._tables, self._starts, self._arrow = state, None, None, {}
+
+    def _load(self) -> None:
+        import pickle
+        import zlib
+
+        assert self._z is not None
+        self._tables, self._starts = pickle.loads(zlib.decompress(self._z))
+        self._z = None
+
+    @property
+    def tables(self) -> dict[str, Encoded]:
+        if self._tables is None:
+            self._load()
+        return self._tables  # type: ignore[return-value]
+
+    @property
+    def starts(self) -> dict[str, list[int]]:
+        if self._starts is None:
+            self._load()
+        return self._starts  # type: ignore[return-value]
 
     def arrow(self, table: str) -> Any:
         got = self._arrow.get(table)
@@ -973,7 +1011,7 @@ def _arrow_rows(table: str, results: list[UnitRows]) -> Any:
         pieces.append(arrow_table(table, loose))
     if len(pieces) == 1:
         return pieces[0]
-    return pa.concat_tables(pieces).combine_chunks()
+    return pa.concat_tables(pieces)  # chunked: the Parquet writer takes the chunks as they are, no copy
 
 
 def _write_table(path: Path, t: Any) -> None:
@@ -986,33 +1024,100 @@ def _write_table(path: Path, t: Any) -> None:
     write_atomic(path, buf.getvalue(), durable=False)  # the manifest, written durably after it, is the commit
 
 
-def commit(out: Path, batch: str, results: list[UnitRows], options: IndexOptions, supersedes: list[str]) -> dict[str, int]:
-    """Write one batch's tables, then its manifest (the commit point). Returns rows per table."""
-    files: dict[str, str] = {}
-    counts: dict[str, int] = {}
-    for t in TABLES:
-        rows = _arrow_rows(t, results)
-        if not rows.num_rows and t in OPTIONAL_TABLES:
-            continue
-        rel = f"{t}/{batch}.parquet"
-        _write_table(out / rel, rows)
-        files[t] = rel
-        counts[t] = rows.num_rows
-    manifest = {
-        "format": MANIFEST_FORMAT,
-        "batch": batch,
-        "trajkit_version": version(),
-        "options": options.key(),
-        "options_hash": options_hash(options),
-        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "files": files,
-        "rows": counts,
-        "supersedes": supersedes,
-        "units": [{"source": r.unit.source, "run_id": r.unit.run_id, "size": r.unit.size, "mtime": r.unit.mtime,
-                   "archive": r.unit.archive, "runs": r.runs, "unreadable": r.unreadable} for r in results],
-    }
-    write_atomic(out / MANIFESTS / f"{batch}.json", dumps(manifest, indent=True) + b"\n")
-    return counts
+class _BatchWriter:
+    """One batch being written. The rows of the engine's chunks are held (as
+    Arrow slices of the packed column buffers, no copy) until they reach
+    :data:`ROW_GROUP_BYTES`, then written to the batch's Parquet files as one
+    row group per table; so the driver holds at most that much of a batch's
+    rows, however large its runs. The files are temporary ones until
+    :meth:`commit` writes the rest, closes them under their final names and
+    writes the manifest (the commit point); :meth:`abort` removes them."""
+
+    def __init__(self, out: Path, batch: str) -> None:
+        from contextlib import ExitStack
+
+        self.out, self.batch = out, batch
+        self.files = ExitStack()  # each table's open temporary file and its writer
+        self.writers: dict[str, Any] = {}
+        self.counts: dict[str, int] = {}
+        self.held: dict[str, list[Any]] = {t: [] for t in TABLES}  # per table: Arrow pieces not written yet
+        self.held_bytes = 0
+        self.units: list[tuple[Unit, int, int]] = []  # (unit, runs, unreadable): the manifest's entries
+        self.runs = self.unreadable = 0
+
+    def __len__(self) -> int:
+        return len(self.units)
+
+    def add(self, results: list[UnitRows]) -> None:
+        """Take the rows of ``results`` (in order); write a row group once enough is held."""
+        for t in TABLES:
+            rows = _arrow_rows(t, results)
+            if rows.num_rows:
+                self.held[t].append(rows)
+                self.held_bytes += rows.nbytes
+                self.counts[t] = self.counts.get(t, 0) + rows.num_rows
+        for r in results:
+            self.units.append((r.unit, r.runs, r.unreadable))
+            self.runs += r.runs
+            self.unreadable += r.unreadable
+        if self.held_bytes >= ROW_GROUP_BYTES:
+            self._write()
+
+    def _write(self) -> None:
+        """The held rows of each table as one row group of its file."""
+        import pyarrow as pa
+
+        for t, pieces in self.held.items():
+            if pieces:
+                w = self.writers.get(t) or self._open(t, pieces[0].schema)
+                w.write_table(pieces[0] if len(pieces) == 1 else pa.concat_tables(pieces))
+                pieces.clear()
+        self.held_bytes = 0
+
+    def _open(self, table: str, sch: Any) -> Any:
+        import pyarrow.parquet as pq
+
+        from ..atomic import atomic_open
+
+        f = self.files.enter_context(atomic_open(self.out / f"{table}/{self.batch}.parquet", durable=False))
+        w = self.writers[table] = pq.ParquetWriter(f, sch, compression="zstd")
+        self.files.callback(w.close)  # run before the file's own exit (LIFO): the footer, then the rename
+        return w
+
+    def commit(self, options: IndexOptions, supersedes: list[str]) -> dict[str, int]:
+        """Close the batch's files under their final names, then write its
+        manifest (the commit point). Returns rows per table."""
+        files: dict[str, str] = {}
+        counts: dict[str, int] = {}
+        self._write()
+        self.files.close()  # the manifest, written durably after them, is the commit
+        for t in TABLES:
+            rel = f"{t}/{self.batch}.parquet"
+            if t not in self.writers:
+                if t in OPTIONAL_TABLES:
+                    continue
+                _write_table(self.out / rel, arrow_table(t, []))
+            files[t] = rel
+            counts[t] = self.counts.get(t, 0)
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "batch": self.batch,
+            "trajkit_version": version(),
+            "options": options.key(),
+            "options_hash": options_hash(options),
+            "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "files": files,
+            "rows": counts,
+            "supersedes": supersedes,
+            "units": [{"source": u.source, "run_id": u.run_id, "size": u.size, "mtime": u.mtime,
+                       "archive": u.archive, "runs": runs, "unreadable": unreadable} for u, runs, unreadable in self.units],
+        }
+        write_atomic(self.out / MANIFESTS / f"{self.batch}.json", dumps(manifest, indent=True) + b"\n")
+        return counts
+
+    def abort(self, exc: BaseException) -> None:
+        """Drop the batch: its temporary files are removed, nothing is committed."""
+        self.files.__exit__(type(exc), exc, exc.__traceback__)
 
 
 def build(
@@ -1067,13 +1172,21 @@ def build(
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now // 1_000_000_000)) + f".{now % 1_000_000_000:09d}-{os.getpid()}"
         dead: set[str] = set()  # old batches superseded by this run
         pending_dead: list[str] = []  # ... not yet named by a committed manifest
-        held: list[UnitRows] = []
+        writer: _BatchWriter | None = None  # the batch being written (its rows so far are on disk)
         skipped: list[Unit] = []
         done = 0
 
+        def current() -> _BatchWriter:
+            nonlocal writer
+            if writer is None:
+                writer = _BatchWriter(outp, f"{stamp}-{res.batches:06d}")
+            return writer
+
         def flush() -> None:
-            nonlocal pending_dead, held
-            counts = commit(outp, f"{stamp}-{res.batches:06d}", held, options, pending_dead)
+            nonlocal pending_dead, writer
+            w = current()
+            counts = w.commit(options, pending_dead)
+            writer = None
             if pending_dead:
                 manifests_now, _ = load_manifests(outp)
                 _prune(outp, manifests_now)
@@ -1081,10 +1194,9 @@ def build(
             for t, n in counts.items():
                 res.rows[t] = res.rows.get(t, 0) + n
             res.batches += 1
-            res.indexed += len(held)
-            res.runs_read += sum(r.runs for r in held)
-            res.unreadable += sum(r.unreadable for r in held)
-            held = []
+            res.indexed += len(w)
+            res.runs_read += w.runs
+            res.unreadable += w.unreadable
 
         def supersede(batch: str) -> None:
             if batch not in dead:
@@ -1095,6 +1207,7 @@ def build(
             nonlocal done
             chunk = max(1, min(batch_size, ENGINE_CHUNK))
             for b in run(IndexTask(options), stream, engine=engine, jobs=jobs, batch_size=chunk, address=address, pack=_pack):
+                held: list[UnitRows] = []  # this chunk's rows for the batch being written
                 for unit, r in zip(b.items, b.results):
                     r = r if isinstance(r, UnitRows) else _failed(unit, r)
                     if r.skipped:
@@ -1104,9 +1217,14 @@ def build(
                     if old is not None:  # changed (or its batch is being re-read): the old batch goes with this commit
                         supersede(old[2])
                     held.append(r)
-                    if len(held) >= batch_size:
+                    if len(current()) + len(held) >= batch_size:
+                        current().add(held)
+                        held = []
                         flush()
+                if held:
+                    current().add(held)
                 done += len(b.items)
+                del held, b, r  # the chunk's rows are on disk: none of them stays in the driver while the next is awaited
                 if on_progress is not None:
                     on_progress(done)
 
@@ -1134,21 +1252,26 @@ def build(
             if on_start is not None:
                 on_start(found.count, 0)
 
-        take(stream())
-        if on_progress is not None:
-            on_progress(done)
-        if found.walked.keys() != found.cache.keys() or found.walked_again:
-            save_discovery(outp, found.walked)  # (unchanged when every ROOT was remembered and no other one is)
-        res.found = found.count
-        # runs that vanished: their batches go; runs found unchanged in a superseded batch are read again
-        for src, (_, _, batch) in have.items():
-            if src not in found.sources:
-                supersede(batch)
-        again = found.again()
-        if again:
-            take(again)
-        if held or pending_dead:  # the last batch; or an empty batch records what vanished
-            flush()
+        try:
+            take(stream())
+            if on_progress is not None:
+                on_progress(done)
+            if found.walked.keys() != found.cache.keys() or found.walked_again:
+                save_discovery(outp, found.walked)  # (unchanged when every ROOT was remembered and no other one is)
+            res.found = found.count
+            # runs that vanished: their batches go; runs found unchanged in a superseded batch are read again
+            for src, (_, _, batch) in have.items():
+                if src not in found.sources:
+                    supersede(batch)
+            again = found.again()
+            if again:
+                take(again)
+            if writer is not None or pending_dead:  # the last batch; or an empty batch records what vanished
+                flush()
+        except BaseException as e:
+            if writer is not None:  # its temporary files go; the committed batches stay
+                writer.abort(e)
+            raise
         res.skipped = res.found - res.indexed
         res.superseded = len(dead)
     res.seconds = time.perf_counter() - started
