@@ -333,3 +333,28 @@ def test_a_symlinked_folder_in_either_half_is_not_trusted(tree: Path, tmp_path: 
         assert tree_digest(tree) is None and tree_digest(tree, split=False) is None
         link.unlink()
         assert tree_digest(tree) is not None
+
+
+def test_the_helper_is_reaped_when_the_build_fails(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # detection fails while the helper walks: the build says so, and no helper is left behind
+    import trajkit.registry as registry
+
+    real_fork = os.fork
+    forked: list[int] = []
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    def broken(*a, **k):
+        raise RuntimeError("detection broke")
+
+    monkeypatch.setattr(os, "fork", fork)
+    monkeypatch.setattr(registry, "detect", broken)
+    with pytest.raises(RuntimeError, match="detection broke"):
+        build([str(tree)], tmp_path / "idx", engine="serial")
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forked[0], os.WNOHANG)  # reaped already

@@ -609,13 +609,17 @@ def _root_digest(raw: str, rels: Iterable[str], meanwhile: Callable[[], None] | 
     if not os.path.isdir(raw):
         return None
     walk = _Walk(os.path.abspath(raw), _wanted(rels)).start()
-    if meanwhile is not None:
-        meanwhile()
-    from ..registry import detect  # (imported while the helper walks)
+    try:
+        if meanwhile is not None:
+            meanwhile()
+        from ..registry import detect  # (imported while the helper walks)
 
-    if detect(raw).format is not None:
-        walk.abandon()
-        return None
+        if detect(raw).format is not None:
+            walk.abandon()
+            return None
+    except BaseException:
+        walk.abandon()  # the helper is not left waiting on its pipe
+        raise
     digest = walk.finish()
     return None if digest is None else (digest, walk)
 
