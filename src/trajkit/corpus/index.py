@@ -575,10 +575,10 @@ class _Remembered:
     """The runs a ROOT's last discovery found (``[rel, archive]`` each), placed
     under the ROOT as written now, with the change keys of this walk."""
 
-    __slots__ = ("raw", "given", "name", "units", "walk")
+    __slots__ = ("written", "given", "name", "units", "walk")
 
     def __init__(self, raw: str, units: list[Any], walk: _Walk | None = None) -> None:
-        self.raw = raw
+        self.written = raw
         self.given = os.path.abspath(raw)
         self.name = os.path.basename(self.given.rstrip(os.sep)) or self.given
         self.units = units
@@ -591,7 +591,7 @@ class _Remembered:
         """The :class:`Unit` :func:`unit_of` makes for the ``i``-th run, with the change key ``key``."""
         rel, archive = self.units[i]
         path = self.given if rel == "." else os.path.normpath(os.path.join(self.given, rel))
-        return Unit(path=path, source=self.source(rel), root=self.raw, rel=rel,
+        return Unit(path=path, source=self.source(rel), root=self.written, rel=rel,
                     size=None if key is None else key[0], mtime=None if key is None else key[1], archive=bool(archive))
 
 
