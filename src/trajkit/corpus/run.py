@@ -230,12 +230,18 @@ def _run_ray(task: Callable[[Any], Any], items: Iterable[Any], jobs: int, size: 
              pack: Callable[[list[Any]], list[Any]] | None = None) -> Iterator[Batch]:
     import pickle
 
+    chunks = list(batches(items, size))
+    if not chunks:
+        # nothing to read (an empty ROOT, or a re-index that found every run unchanged): Ray is not
+        # started (a local ray.init takes seconds), but a Ray that is not installed is still an error
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise EngineError(RAY_MISSING)
+        return
     ray = ray_init(jobs, address)
     import ray.data
 
-    chunks = list(batches(items, size))
-    if not chunks:
-        return
     rows = [{"number": n, "items": pickle.dumps(c)} for n, c in enumerate(chunks)]
     ds = ray.data.from_items(rows, override_num_blocks=len(rows)).map(_RayBatch(task, pack))
     # Ray Data may finish blocks out of order: hold early ones until their turn.
