@@ -1,4 +1,5 @@
-"""``printable`` and the registry's surrogate check answer as the regex
+"""``printable`` and the surrogate check (``has_surrogate``, which the registry's
+undecodable-name check uses too) answer as the regex
 classes they are defined by, over every code point and random texts.
 
 Both used to compile a class holding the surrogates at import (a 64K-entry
@@ -14,7 +15,7 @@ import re
 
 import pytest
 
-from trajkit.registry import _has_surrogate
+from trajkit._text import has_surrogate
 from trajkit.view.safe import printable
 
 UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
@@ -44,7 +45,7 @@ def test_every_code_point_alone_and_in_text():
             assert got == want, (hex(cp), text)
             if want == text:
                 assert got is text  # nothing to escape: the text itself, not a copy
-        assert _has_surrogate(c) is (SURROGATE.search(c) is not None)
+        assert has_surrogate(c) is (SURROGATE.search(c) is not None)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -54,4 +55,4 @@ def test_random_texts(seed):
     for _ in range(3000):
         text = "".join(rng.choice(rng.choice(pools)) for _ in range(rng.randrange(0, 12)))
         assert printable(text) == reference(text), repr(text)
-        assert _has_surrogate(text) is (SURROGATE.search(text) is not None), repr(text)
+        assert has_surrogate(text) is (SURROGATE.search(text) is not None), repr(text)

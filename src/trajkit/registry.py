@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ._records import FrozenRecord, Record
+from ._text import has_surrogate
 from .diagnostics import ERROR, INFO, WARNING, Diagnostic
 from .model import DetectionError, ReadOptions, Session
 from .reading import fs as _fs
@@ -1179,24 +1180,11 @@ def steps_per_view(root: str | os.PathLike, format_name: str, options: ReadOptio
     return out
 
 
-def _has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a surrogate code point, the only ones UTF-8
-    cannot encode (a regex class of them compiles to a 64K-entry map: ~2M
-    instructions at every import)."""
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
-
-
 def _flag_undecodable_names(session: Session) -> None:
     """One ``path.not-utf8`` warning when a path the run was read from is not
     valid UTF-8 (Python holds such bytes as lone surrogates): outputs show
     those bytes escaped (``\\udcff``), so the name printed is not the name on disk."""
-    search = _has_surrogate
+    search = has_surrogate
     joined = "\0".join([session.source_path or ""] + [f.path for f in session.files])
     if not search(joined):
         return  # the common case: an ASCII scan in C, else one UTF-8 encode

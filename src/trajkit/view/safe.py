@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+from .._text import has_surrogate
+
 #: What :func:`printable` escapes: C0 controls but ``\n`` and ``\t``, DEL,
 #: C1 controls, and lone surrogates (compiled on first use: see :data:`_CONTROL`).
 _UNSAFE_CLASS = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]"
@@ -40,21 +42,10 @@ def printable(text: str) -> str:
     """``text`` with every control character (but newline and tab) and lone
     surrogate written as a visible escape; ``text`` itself when it holds none."""
     global _unsafe
-    if _CONTROL.search(text) is None and not _has_surrogate(text):
+    if _CONTROL.search(text) is None and not has_surrogate(text):
         return text
     if "\r\n" in text:
         text = text.replace("\r\n", "\n")
     if _unsafe is None:
         _unsafe = re.compile(_UNSAFE_CLASS)
     return _unsafe.sub(_escape, text)
-
-
-def _has_surrogate(text: str) -> bool:
-    """Whether ``text`` holds a surrogate code point: the only ones UTF-8 cannot encode."""
-    if text.isascii():
-        return False
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
