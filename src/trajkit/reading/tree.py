@@ -29,6 +29,8 @@ from .fs import current as _mounted
 _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = contextvars.ContextVar(
     "trajkit_listings", default=None
 )
+#: each listed folder's names split as :func:`folder` gives them (made once, beside the listing)
+_folders: contextvars.ContextVar[dict[str, "Folder"] | None] = contextvars.ContextVar("trajkit_folders", default=None)
 
 
 @contextlib.contextmanager
@@ -38,9 +40,11 @@ def shared_listings() -> Iterator[None]:
         yield
         return
     token = _listings.set({})
+    token_f = _folders.set({})
     try:
         yield
     finally:
+        _folders.reset(token_f)
         _listings.reset(token)
 
 
@@ -149,9 +153,13 @@ def release(path: str | os.PathLike) -> None:
     cache = _listings.get()
     if cache is None:
         return
+    folders = _folders.get()
     todo = [os.fspath(path)]
     while todo:  # linear in what is held: each listing is popped once, and only held folders are looked into
-        got = cache.pop(todo.pop(), None)
+        p = todo.pop()
+        if folders:
+            folders.pop(p, None)
+        got = cache.pop(p, None)
         if got is None or isinstance(got, OSError):
             continue
         for e in got:
@@ -195,3 +203,100 @@ def _walk(top: str, onerror: Callable[[OSError], None] | None) -> Iterator[tuple
     for name in dirs:
         if name not in links:
             yield from _walk(os.path.join(top, name), onerror)
+
+
+#: What :func:`folder` gives: ``(dirs, nondirs, odd, links)``. ``dirs``: the
+#: names of the entries that are folders (symlinks followed), sorted;
+#: ``nondirs``: every other name, sorted (``os.walk``'s two lists);
+#: ``odd``: the names in ``nondirs`` that are no regular file (a dangling
+#: symlink, a FIFO; nearly always empty); ``links``: the names in ``dirs``
+#: that are symlinks (walks list them but do not go in).
+Folder = tuple[list[str], list[str], frozenset[str], frozenset[str]]
+
+_NONE: frozenset[str] = frozenset()
+
+
+def folder(path: str | os.PathLike) -> Folder:
+    """A folder's names split and sorted as every ``find_sessions`` walk wants
+    them (see :data:`Folder`; treat the lists as read-only: they are shared);
+    raises ``OSError`` as :func:`scandir` does. Made once per folder inside
+    :func:`shared_listings`, so the formats' walks after the first do not ask
+    each entry its type again nor sort its names again."""
+    p = os.fspath(path)
+    cache = _folders.get()
+    if cache is not None and _mounted() is None:
+        got = cache.get(p)
+        if got is None:
+            got = cache[p] = _split(scandir(p))  # scandir raises, and keeps the error for the next ask
+        return got
+    return _split(scandir(p))
+
+
+def _split(entries: list) -> Folder:
+    dirs: list[str] = []
+    nondirs: list[str] = []
+    odd: list[str] = []
+    links: list[str] = []
+    for e in entries:
+        kind = getattr(e, "_kind", None)  # an Entry's type from the listing, without a method call
+        if kind == _FILE:
+            nondirs.append(e.name)
+        elif kind == _DIR:
+            dirs.append(e.name)
+        elif kind == _OTHER:
+            nondirs.append(e.name)
+            odd.append(e.name)
+        else:  # a symlink, or an entry of another kind (a DirEntry, a memory tree's): ask it, as walk() does
+            try:
+                is_dir = e.is_dir()
+            except OSError:
+                is_dir = False
+            if is_dir:
+                dirs.append(e.name)
+                try:
+                    if e.is_symlink():
+                        links.append(e.name)
+                except OSError:
+                    pass
+            else:
+                nondirs.append(e.name)
+                try:
+                    regular = e.is_file()
+                except OSError:
+                    regular = False
+                if not regular:
+                    odd.append(e.name)
+    dirs.sort()
+    nondirs.sort()
+    return dirs, nondirs, frozenset(odd) if odd else _NONE, frozenset(links) if links else _NONE
+
+
+def join(directory: str, name: str) -> str:
+    """``os.path.join(directory, name)`` for a name from a listing (no separator in it)."""
+    return directory + name if directory.endswith(os.sep) else directory + os.sep + name
+
+
+def walk_sorted(top: str | os.PathLike, onerror: Callable[[OSError], None] | None = None
+                ) -> Iterator[tuple[str, list[str], list[str]]]:
+    """:func:`walk` with each folder's names sorted (the order of the formats'
+    walks), from :func:`folder`: yields ``(dirpath, dirnames, filenames)``;
+    ``dirnames`` is the walk's own list (prune it, or reorder it, to steer the
+    walk), ``filenames`` is shared (do not edit it). Symlinked folders are
+    listed among the folders but not walked into."""
+    stack = [os.fspath(top)]
+    while stack:  # depth first, top-down, in the order of each folder's (edited) dirnames, as walk()
+        d = stack.pop()
+        try:
+            dirs, nondirs, _odd, links = folder(d)
+        except OSError as e:
+            if onerror is not None:
+                onerror(e)
+            continue
+        sub = dirs[:]
+        yield d, sub, nondirs
+        if sub:
+            base = d if d.endswith(os.sep) else d + os.sep
+            if links:
+                stack.extend([base + n for n in reversed(sub) if n not in links])
+            else:
+                stack.extend([base + n for n in reversed(sub)])

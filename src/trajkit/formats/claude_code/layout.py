@@ -161,13 +161,18 @@ def session_of_agent_file(path: Path, probe: Probe) -> Path | None:
     return None
 
 
+def is_session_name(name: str) -> bool:
+    """Whether a file of a project folder is named like a main transcript (``*.jsonl``, not ``agent-*``)."""
+    return name.endswith(".jsonl") and not AGENT_FILE.match(name)
+
+
 def session_files(directory: Path, probe: Probe) -> list[Path]:
     """The main transcripts directly in a project folder (not ``agent-*``)."""
     names = probe.listdir(directory) or []
     d = os.fspath(directory)
     # names sorted as strings: the same order as the paths in one folder, without a Path per name compared
     return [directory / n for n in sorted(
-        n for n in names if n.endswith(".jsonl") and not AGENT_FILE.match(n) and probe.is_file(os.path.join(d, n)))]
+        n for n in names if is_session_name(n) and probe.is_file(os.path.join(d, n)))]
 
 
 def session_root(candidate: Path, probe: Probe) -> tuple[Path | None, str]:

@@ -185,22 +185,33 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
         p = p / "projects"
     out: list[Path] = []
 
-    def project(d: Path) -> None:
-        for f in layout.session_files(d, probe):
-            if layout.file_kind(f, probe)[0] is not None:
-                out.append(f)
+    def project(d: str, listing: read_tree.Folder) -> None:
+        # layout.session_files, from the folder's sorted listing; paths stay strings until one is a session
+        probe.listdir(d)  # the probe knows the folder's names (companion_owner asks them for its sub-folders)
+        base = d if d.endswith(os.sep) else d + os.sep
+        _dirs, nondirs, odd, _links = listing
+        for n in nondirs:
+            if layout.is_session_name(n) and n not in odd and layout.file_kind(base + n, probe)[0] is not None:
+                out.append(Path(base + n))
         probe.drop_heads()  # the folder is decided: a walk of a big tree must not keep every file's head
 
-    project(p)
+    top = str(p)
     try:
-        subdirs = sorted(x for x in fs.iterdir(p) if fs.isdir(x))
+        listing = read_tree.folder(top)  # sorted and typed once for every walk of a discovery
     except OSError as e:
-        diags.append(Diagnostic("claude-code.dir-unreadable", f"cannot list: {e.strerror or e}", WARNING, file=str(p)))
-        subdirs = []
-    for d in subdirs:
-        if layout.companion_owner(d, probe) is not None:
-            continue
-        project(d)
+        diags.append(Diagnostic("claude-code.dir-unreadable", f"cannot list: {e.strerror or e}", WARNING, file=top))
+        listing = None
+    if listing is not None:
+        project(top, listing)
+        base = top if top.endswith(os.sep) else top + os.sep
+        for name in listing[0]:  # the project folders (symlinks followed), in name order
+            d = base + name
+            if layout.companion_owner(d, probe) is not None:
+                continue
+            try:
+                project(d, read_tree.folder(d))
+            except OSError:
+                continue  # no names: no session files
     if not out:
         found, _why = layout.session_root(p, probe)
         if found is not None:

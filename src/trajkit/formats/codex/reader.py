@@ -1038,21 +1038,21 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     out: dict[str, Path] = {}
     children = 0
     probe = Probe()
-    for dirpath, dirnames, filenames in tree.walk(p, onerror=lambda e: diags.append(
+    # each folder's names come sorted (tree.walk_sorted); a path is made only for a rollout's name
+    for dirpath, _dirnames, filenames in tree.walk_sorted(p, onerror=lambda e: diags.append(
             Diagnostic("codex.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
-        dirnames.sort()
-        for name in sorted(filenames):
+        for name in filenames:
             if not name.startswith("rollout-") or not name.endswith((".jsonl", ".jsonl.zst")):
                 continue
-            fp = Path(dirpath) / name
+            fs_ = tree.join(dirpath, name)
             stem = name[: -len(".zst")] if name.endswith(".zst") else name
             if name.endswith(".jsonl"):
-                if parent_of(str(fp), probe):
+                if parent_of(fs_, probe):
                     children += 1
                     continue
-                out[stem] = fp  # the plain file wins over its compressed copy
+                out[stem] = Path(fs_)  # the plain file wins over its compressed copy
             else:
-                out.setdefault(stem, fp)
+                out.setdefault(stem, Path(fs_))
     return sorted(out.values())
 
 

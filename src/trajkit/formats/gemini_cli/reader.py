@@ -613,16 +613,21 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     if fs.isfile(p):
         return [p] if isinstance(sniff(probe, p, "*"), Match) else []
     out = []
-    for dirpath, dirnames, filenames in tree.walk(p, onerror=lambda e: diags.append(
+    # each folder's names come sorted (tree.walk_sorted): only a chats/ folder's files are looked at
+    for dirpath, dirnames, filenames in tree.walk_sorted(p, onerror=lambda e: diags.append(
             Diagnostic("gemini.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
-        dirnames.sort()
-        if os.path.basename(dirpath) != "chats":
+        if not dirpath.endswith(_CHATS):
             continue
         dirnames[:] = []  # sub-agent folders belong to their parent session
-        for name in sorted(filenames):
-            if name.endswith((".json", ".jsonl")) and isinstance(sniff(probe, Path(dirpath) / name, "*"), Match):
-                out.append(Path(dirpath) / name)
+        for name in filenames:
+            if name.endswith((".json", ".jsonl")):
+                f = Path(tree.join(dirpath, name))
+                if isinstance(sniff(probe, f, "*"), Match):
+                    out.append(f)
     return out
+
+
+_CHATS = os.sep + "chats"
 
 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:

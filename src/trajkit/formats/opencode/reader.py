@@ -293,22 +293,27 @@ def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: 
         return
     seen.add(key)
     try:
-        entries = sorted(tree.scandir(root), key=lambda e: e.name)
+        dirs, nondirs, odd, _links = tree.folder(root)  # sorted and typed once for every walk of a discovery
     except OSError as e:
         diags.append(Diagnostic("opencode.no-session", f"cannot list directory: {e.strerror or e}", INFO, file=root))
         return
-    names = {e.name for e in entries}
-    if "session" in names and ("message" in names or "part" in names) and fs.isdir(os.path.join(root, "session")):
-        out.append(root)
+    if "session" in dirs and ("message" in dirs or "message" in nondirs or "part" in dirs or "part" in nondirs):
+        out.append(root)  # a legacy storage tree (its session/ a folder, symlinks followed)
         return
-    for e in entries:
-        try:
-            if e.is_file() and _is_db_name(e.name) and Probe().head(e.path, 16).startswith(MAGIC):
-                out.append(e.path)
-            elif e.is_dir() and e.name not in SKIP_DIRS and not e.name.startswith(".") and depth < MAX_WALK_DEPTH:
-                _walk(e.path, depth + 1, out, diags, seen)
-        except OSError:
-            continue
+    base = root if root.endswith(os.sep) else root + os.sep
+    # the stores here (files named opencode*.db holding SQLite) and the folders to walk, in name order
+    stores = [n for n in nondirs if _is_db_name(n) and n not in odd]
+    walked = [n for n in dirs if n not in SKIP_DIRS and n[0] != "."] if depth < MAX_WALK_DEPTH else []
+    if not stores:
+        for name in walked:
+            _walk(base + name, depth + 1, out, diags, seen)
+        return
+    folders = set(walked)
+    for name in sorted(stores + walked):
+        if name in folders:
+            _walk(base + name, depth + 1, out, diags, seen)
+        elif Probe().head(base + name, 16).startswith(MAGIC):
+            out.append(base + name)
 
 
 def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None = None) -> list[Path]:

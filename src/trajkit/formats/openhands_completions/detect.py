@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from ...reading import tree
 from ...reading.probe import Probe
@@ -42,7 +43,7 @@ _HEAD = 1 << 12
 _FIRST_KEY = re.compile(rb'^\{\s*"(?:messages|context_window|instructions|input|fncall_messages)"\s*:')
 
 
-def _looks_like_call(probe: Probe, path: Path) -> bool:
+def _looks_like_call(probe: Probe, path: str | Path) -> bool:
     """The loggers write the request first (V0 ``messages``, the SDK
     ``context_window``); a re-serialized file still names both sides early."""
     head = probe.head(path, _HEAD).lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -51,8 +52,16 @@ def _looks_like_call(probe: Probe, path: Path) -> bool:
     return _FIRST_KEY.match(head) is not None or (b'"messages"' in head and b'"response"' in head)
 
 
-def _call_files(probe: Probe, folder: Path) -> list[str]:
-    return [n for n in sorted(probe.listdir(folder) or ()) if FILE_NAME.match(n) and probe.is_file(folder / n)]
+def _first_call(probe: Probe, folder: str, names: Iterable[str]) -> str | None:
+    """The first of ``names`` (a folder's, sorted) that is a completion log:
+    a file named like one that starts like one. (A name is matched only once
+    it ends in ``.json``: the pattern backtracks over every name it is given.)"""
+    for n in names:
+        if n.endswith(".json") and FILE_NAME.match(n):
+            f = os.path.join(folder, n)
+            if probe.is_file(f) and _looks_like_call(probe, f):
+                return n
+    return None
 
 
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
@@ -62,9 +71,9 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         if _looks_like_call(probe, candidate):
             return Match(candidate.parent, fingerprint, STRONG, f"{candidate.name} is an LLM completion log")
         return Reject(f"{candidate.name} does not start like a completion log (messages / input / context_window)")
-    for n in _call_files(probe, candidate):
-        if _looks_like_call(probe, candidate / n):
-            return Match(candidate, fingerprint, STRONG, f"a folder of LLM completion logs ({n}, ...)")
+    n = _first_call(probe, str(candidate), sorted(probe.listdir(candidate) or ()))
+    if n is not None:
+        return Match(candidate, fingerprint, STRONG, f"a folder of LLM completion logs ({n}, ...)")
     return Reject("no <model>-<time>[-<4 hex>].json completion log here")
 
 
@@ -76,12 +85,13 @@ def find_sessions(root: Any, diagnostics: list | None = None) -> list[Path]:
     if probe.is_file(root):
         root = root.parent
     out = []
-    for dirpath, dirnames, _files in tree.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        d = Path(dirpath)
-        if isinstance(sniff(probe, d, "*-[0-9]*.json"), Match):
-            out.append(d)
+    top = os.fspath(root)
+    base = len(top.rstrip(os.sep))
+    for dirpath, dirnames, files in tree.walk_sorted(top):  # each folder's names come sorted
+        if dirnames:
+            # four levels below the root at most (counted on the path string: no Path per folder)
+            dirnames[:] = [d for d in dirnames if d[0] != "."] if dirpath == top or dirpath.count(os.sep, base) < 4 else []
+        if _first_call(probe, dirpath, files) is not None:  # the folder's sniff, from the walk's sorted listing
+            out.append(Path(dirpath))
         probe.drop_heads()  # the folder is decided: a walk of a big tree must not keep every file's head
-        if len(d.relative_to(root).parts) >= 4:
-            dirnames[:] = []
     return out

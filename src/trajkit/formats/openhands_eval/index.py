@@ -176,15 +176,18 @@ def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> lis
         if looks_like_output(p, probe):
             files.append(p)
     elif fs.isdir(p):
-        for dirpath, dirnames, filenames in tree.walk(p):
-            depth = len(Path(dirpath).relative_to(p).parts)
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and depth < 4)
-            for n in sorted(filenames):
+        top = str(p)
+        base = len(top.rstrip(os.sep))
+        for dirpath, dirnames, filenames in tree.walk_sorted(top):  # each folder's names come sorted
+            if dirnames:
+                # four levels below the root at most (the depth counted on the path string: no Path per folder)
+                dirnames[:] = [d for d in dirnames if d[0] != "."] if dirpath == top or dirpath.count(os.sep, base) < 4 else []
+            for n in filenames:
                 if not n.endswith(".jsonl"):
                     continue  # decided by the name: no path made, no head read
-                f = Path(dirpath) / n
+                f = tree.join(dirpath, n)
                 if looks_like_output(f, probe):
-                    files.append(f)
+                    files.append(Path(f))
                 probe.drop_heads()  # decided: a walk of a big tree must not keep every file's head
     out: list[Path] = []
     for f in files:

@@ -184,39 +184,59 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     found: list[Path] = []
     seen: set[tuple[int, int]] = set()
 
-    def walk(d: Path, depth: int) -> None:
+    def walk(d: str, depth: int) -> None:
         try:
             st = fs.stat(d)
         except OSError as e:
-            diags.append(Diagnostic("sdk.dir-unreadable", f"cannot stat directory: {e.strerror or e}", WARNING, file=str(d)))
+            diags.append(Diagnostic("sdk.dir-unreadable", f"cannot stat directory: {e.strerror or e}", WARNING, file=d))
             return
         key = (st.st_dev, st.st_ino)
         if key in seen:
-            diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", WARNING, file=str(d)))
+            diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", WARNING, file=d))
             return
         seen.add(key)
-        if is_conversation_dir(d) or is_bare_event_dir(d):
-            found.append(d)
+        try:
+            listing = tree.folder(d)  # the folder's names, sorted and typed once for every walk of a discovery
+        except OSError as e:
+            # is_conversation_dir / is_bare_event_dir say no to a folder that cannot be listed
+            if depth < MAX_WALK_DEPTH:
+                diags.append(Diagnostic("sdk.dir-unreadable", f"cannot list directory: {e.strerror or e}", WARNING, file=d))
+            return
+        if _holds_conversation(d, listing):
+            found.append(Path(d))
             return
         if depth >= MAX_WALK_DEPTH:
             return
-        try:
-            entries = sorted(tree.scandir(d), key=lambda e: e.name)
-        except OSError as e:
-            diags.append(Diagnostic("sdk.dir-unreadable", f"cannot list directory: {e.strerror or e}", WARNING, file=str(d)))
-            return
-        for e in entries:
-            if e.name in SKIP_DIRS:
-                continue
-            try:
-                if not e.is_dir():
-                    continue
-            except OSError:
-                continue
-            walk(Path(e.path), depth + 1)
+        base = d if d.endswith(os.sep) else d + os.sep
+        for name in listing[0]:  # the folders (symlinks followed), in name order
+            if name not in SKIP_DIRS:
+                walk(base + name, depth + 1)
 
-    walk(p, 0)
+    walk(str(p), 0)
     return found
+
+
+def _holds_conversation(d: str, listing: tree.Folder) -> bool:
+    """``is_conversation_dir(d) or is_bare_event_dir(d)`` for a folder being
+    walked, answered from its listing (:func:`trajkit.reading.tree.folder`)
+    instead of a probe's: the walk asks it of every folder under its root."""
+    dirs, nondirs, odd, _links = listing
+    if not dirs and not nondirs:
+        return False
+    if STATE_FILE in nondirs and STATE_FILE not in odd:  # a file, symlinks followed
+        return True
+    if META_FILE in nondirs and META_FILE not in odd and _looks_like_meta(os.path.join(d, META_FILE), Probe()):
+        return True
+    if EVENTS_DIR in dirs or EVENTS_DIR in nondirs:
+        try:
+            return any(e.name.startswith("event-") and e.name.endswith(".json") for e in tree.scandir(os.path.join(d, EVENTS_DIR)))
+        except OSError:  # a file named events, or a folder that cannot be listed: no event files
+            return False
+    if STATE_FILE in dirs or STATE_FILE in nondirs:  # named so but no file: not bare either (is_bare_listing)
+        return False
+    # a bare folder of event files (is_bare_listing; events/ is not here)
+    return any((n.startswith("event-") and EVENT_NAME.match(n)) or (n.startswith("event_") and CLOUD_EVENT_NAME.match(n))
+               for names in (dirs, nondirs) for n in names)
 
 
 def scan_events(events_dir: str, bare: bool = False) -> EventScan:

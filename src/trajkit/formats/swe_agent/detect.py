@@ -52,9 +52,10 @@ def files_ending(root: Path, suffix: str) -> list[Path]:
     if fs.isfile(root):
         return [root] if root.name.endswith(suffix) else []
     out: list[Path] = []
-    for dirpath, dirnames, filenames in tree.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        out += [Path(dirpath) / f for f in sorted(filenames) if f.endswith(suffix) and not f.startswith(".")]
+    for dirpath, dirnames, filenames in tree.walk_sorted(root):  # each folder's names come sorted
+        if dirnames:
+            dirnames[:] = [d for d in dirnames if d[0] != "."]
+        out += [Path(tree.join(dirpath, f)) for f in filenames if f.endswith(suffix) and f[0] != "."]
     return out
 
 
