@@ -172,6 +172,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
             out.append(refs)
             continue
         given_abs = Path(os.path.abspath(given))
+        dotdot = ".." in given.parts
         claimed: list[str] = []  # resolved roots of sessions a format listed: not walked again
         for fmt in formats():
             if fmt.find_sessions is None:
@@ -186,7 +187,9 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 continue
             for s in listed:
                 p = _named(Path(s), given, given_abs)
-                rp = fs.realpath(p)
+                # p's real path; the walks' shared listings know which of its parts are symlinks (given spelled
+                # with ".." is resolved as written: ".." after a symlink is not the folder the walks listed)
+                rp = fs.realpath(p) if dotdot else tree.realpath(os.path.abspath(s))
                 add(refs, RunRef(p, RUN, fmt.name, str(raw)), rp)
                 claimed.append(rp)
 

@@ -24,6 +24,7 @@ import os
 import stat
 from typing import Callable, Iterator
 
+from . import fs as _fs
 from .fs import current as _mounted
 
 _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = contextvars.ContextVar(
@@ -31,6 +32,8 @@ _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = c
 )
 #: each listed folder's names split as :func:`folder` gives them (made once, beside the listing)
 _folders: contextvars.ContextVar[dict[str, "Folder"] | None] = contextvars.ContextVar("trajkit_folders", default=None)
+#: the real paths of folders :func:`realpath` resolved
+_reals: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("trajkit_reals", default=None)
 
 
 @contextlib.contextmanager
@@ -41,9 +44,11 @@ def shared_listings() -> Iterator[None]:
         return
     token = _listings.set({})
     token_f = _folders.set({})
+    token_r = _reals.set({})
     try:
         yield
     finally:
+        _reals.reset(token_r)
         _folders.reset(token_f)
         _listings.reset(token)
 
@@ -154,11 +159,14 @@ def release(path: str | os.PathLike) -> None:
     if cache is None:
         return
     folders = _folders.get()
+    reals = _reals.get()
     todo = [os.fspath(path)]
     while todo:  # linear in what is held: each listing is popped once, and only held folders are looked into
         p = todo.pop()
         if folders:
             folders.pop(p, None)
+        if reals:
+            reals.pop(p, None)
         got = cache.pop(p, None)
         if got is None or isinstance(got, OSError):
             continue
@@ -209,8 +217,8 @@ def _walk(top: str, onerror: Callable[[OSError], None] | None) -> Iterator[tuple
 #: names of the entries that are folders (symlinks followed), sorted;
 #: ``nondirs``: every other name, sorted (``os.walk``'s two lists);
 #: ``odd``: the names in ``nondirs`` that are no regular file (a dangling
-#: symlink, a FIFO; nearly always empty); ``links``: the names in ``dirs``
-#: that are symlinks (walks list them but do not go in).
+#: symlink, a FIFO; nearly always empty); ``links``: the names that are
+#: symlinks (walks list a symlinked folder but do not go in).
 Folder = tuple[list[str], list[str], frozenset[str], frozenset[str]]
 
 _NONE: frozenset[str] = frozenset()
@@ -248,16 +256,16 @@ def _split(entries: list) -> Folder:
             odd.append(e.name)
         else:  # a symlink, or an entry of another kind (a DirEntry, a memory tree's): ask it, as walk() does
             try:
+                if e.is_symlink():
+                    links.append(e.name)
+            except OSError:
+                pass
+            try:
                 is_dir = e.is_dir()
             except OSError:
                 is_dir = False
             if is_dir:
                 dirs.append(e.name)
-                try:
-                    if e.is_symlink():
-                        links.append(e.name)
-                except OSError:
-                    pass
             else:
                 nondirs.append(e.name)
                 try:
@@ -300,3 +308,50 @@ def walk_sorted(top: str | os.PathLike, onerror: Callable[[OSError], None] | Non
                 stack.extend([base + n for n in reversed(sub) if n not in links])
             else:
                 stack.extend([base + n for n in reversed(sub)])
+
+
+def realpath(path: str) -> str:
+    """``fs.realpath(path)`` for an absolute, normalized path, from the shared
+    listings where they hold its folders: a name that is no symlink in its
+    folder's listing adds itself to the folder's real path (resolved once per
+    folder), where ``os.path.realpath`` asks each part of the path again with
+    an ``lstat``. Anything else (a symlink on the way, a folder not listed,
+    outside :func:`shared_listings`) is ``fs.realpath``'s."""
+    reals = _reals.get()
+    if reals is None or _mounted() is not None:
+        return _fs.realpath(path)
+    parent, name = os.path.split(path)
+    if not name or name in _links_of(parent):  # the root, a symlink, or a folder not listed (None below)
+        return _fs.realpath(path)
+    return join(_real_dir(parent, reals), name)  # a name absent from the listing is kept as written, as realpath does
+
+
+def _links_of(d: str) -> "frozenset[str] | _Any":
+    # the symlinks of a listed folder; when it is not listed, a set that holds every name
+    cache = _listings.get()
+    got = cache.get(d) if cache is not None else None
+    if got is None or isinstance(got, OSError):
+        return _ANY
+    return folder(d)[3]
+
+
+class _Any:
+    __slots__ = ()
+
+    def __contains__(self, name: object) -> bool:
+        return True
+
+
+_ANY = _Any()
+
+
+def _real_dir(d: str, reals: dict[str, str]) -> str:
+    got = reals.get(d)
+    if got is None:
+        parent, name = os.path.split(d)
+        if not name or name in _links_of(parent):
+            got = _fs.realpath(d)
+        else:
+            got = join(_real_dir(parent, reals), name)
+        reals[d] = got
+    return got
