@@ -975,6 +975,158 @@ def detect(
     return det
 
 
+def _file_end(fp: str) -> str:
+    """The literal text a name must end with to hit the one-part glob ``fp``
+    (after its last wildcard; all of it for a literal name, ``""`` when it ends in one)."""
+    cut = max(fp.rfind("*"), fp.rfind("?"), fp.rfind("]"))
+    return fp[cut + 1:]
+
+
+def _names_by_suffix(probe: Probe, cs: str, names: list[str]) -> dict[str, list[str]]:
+    """The names of the folder ``cs`` that a glob's ``*`` can match (not
+    hidden), grouped by their suffix (the last dot and what follows, ``""``
+    for none); made once per folder and probe (``probe.memo``)."""
+    key = ("names-by-suffix", cs)
+    got = probe.memo.get(key)
+    if got is None:
+        got = probe.memo[key] = {}
+        for n in names:
+            if n[0] != ".":
+                dot = n.rfind(".")
+                got.setdefault(n[dot:] if dot >= 0 else "", []).append(n)
+    return got
+
+
+class EntryDetector:
+    """Detection of listed entries as run roots, for a walk down a tree
+    (:func:`trajkit.corpus.discover`): for each entry, the winner
+    ``detect(entry, probe=probe, ancestors=0, winner_only=True)`` names, with
+    none of its bookkeeping. The format list is taken once (the formats
+    registered when it is made); which of their fingerprints a file's name can
+    hit is worked out once per name suffix (the text from its last dot: a
+    corpus of 10,000 runs has a handful), not per format and entry; nothing
+    is recorded of the sniffs that say no, and the candidate's ``Path`` (what
+    the sniff face takes) is made only when a sniff is asked.
+
+    :meth:`winner` gives the winning ``(format, match)`` or None; a sniff that
+    raises is passed over, as :func:`detect` does (discovery keeps no
+    diagnostics of it)."""
+
+    __slots__ = ("_fmts", "_by_end", "_dirs")
+
+    def __init__(self, fmts: list[Format] | None = None) -> None:
+        self._fmts = list(formats() if fmts is None else fmts)
+        #: name suffix -> ((format, ((fingerprint, test or None for a sure hit), ...)), ...)
+        self._by_end: dict[str, tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]] = {}
+        #: each format with its fingerprints (what a folder is matched against), each as
+        #: (fingerprint, parsed parts, the literal end of a one-part glob, whether it is "*" + that end)
+        self._dirs = [(f, tuple((fp, parts, _file_end(fp), fp == "*" + _file_end(fp))
+                                for fp, parts in _dir_globs(tuple(f.fingerprints)))) for f in self._fmts]
+
+    def _file_table(self, ext: str) -> tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]:
+        """The formats whose one-part fingerprints can hit a name ending in
+        ``ext`` (its last dot and what follows, ``""`` when it has none), each
+        with those fingerprints in declared order and the test a name still
+        has to pass (None: every such name hits)."""
+        out = []
+        for f in self._fmts:
+            fps = []
+            for fp, match in _file_globs(tuple(f.fingerprints)):
+                end = _file_end(fp)
+                # a name ending in ext can end in `end` only when one is a suffix of the other
+                if not (ext.endswith(end) if len(end) <= len(ext) else end.endswith(ext)):
+                    continue
+                if match is None:
+                    test: Any = fp.__eq__  # a literal name
+                elif fp == "*" + end and ext.endswith(end):
+                    test = None  # "*" and a literal end that every such name has
+                else:
+                    test = match
+                fps.append((fp, test))
+            if fps:
+                out.append((f, tuple(fps)))
+        got = self._by_end[ext] = tuple(out)
+        return got
+
+    def _dir_hits(self, probe: Probe, cs: str, names: list[str], parsed: Any) -> Iterator[tuple[str, None]]:
+        """The fingerprints (``parsed``: one format's, as ``self._dirs`` holds
+        them) that match in the folder ``cs`` listed as ``names``, lazily (a
+        glob may list subfolders: none is asked once the format has matched),
+        each as ``(fingerprint, None)`` (what :meth:`_file_table` gives a sure
+        hit). Same answers as :func:`_fingerprint_hits`."""
+        globs = probe.globs
+        for fp, parts, end, star_end in parsed:
+            first, match = parts[0]
+            if match is None and not probe.has(cs, first):
+                continue  # the common case: a literal first part that is not there
+            key = (cs, fp)  # several formats share a glob such as *.json: asked once per probe
+            hit = globs.get(key)
+            if hit is None:
+                if len(parts) > 1:
+                    hit = _glob_hit(cs, fp, probe)
+                elif match is None:
+                    hit = True  # a literal name, listed
+                else:  # one part: a name of the listing that is not hidden and matches (what _glob_hit says)
+                    hit = False
+                    for ext, group in _names_by_suffix(probe, cs, names).items():
+                        if not (ext.endswith(end) if len(end) <= len(ext) else end.endswith(ext)):
+                            continue  # no name ending in ext ends in `end`
+                        if (star_end and ext.endswith(end)) or any(match(n) for n in group):
+                            hit = True
+                            break
+                globs[key] = hit
+            if hit:
+                yield fp, None
+
+    def winner(self, probe: Probe, cs: str, name: str, is_dir: bool,
+               candidate: Path | None = None) -> tuple[Format, Match] | None:
+        """The format that wins the entry ``cs`` (an absolute path without
+        ``..`` that exists, named ``name``, in a folder ``probe`` has listed;
+        ``is_dir`` as :meth:`Probe.is_dir` says, symlinks followed), and its match.
+
+        The same winner as :func:`detect` with ``winner_only``: formats come
+        in priority order, each asked with its hitting fingerprints in
+        declared order until it matches; once one matches only formats of the
+        same priority are still asked; among those a strong match wins at
+        once, else the first weak one stands. ``candidate``: ``cs`` as the
+        Path handed to the sniffs (made here when a sniff is asked and none
+        is given)."""
+        if is_dir:
+            names = probe.listdir(cs)
+            if not names:
+                return None
+            groups: Any = [(f, self._dir_hits(probe, cs, names, parsed)) for f, parsed in self._dirs]
+        else:
+            dot = name.rfind(".")
+            ext = name[dot:] if dot >= 0 else ""
+            groups = self._by_end.get(ext)
+            if groups is None:
+                groups = self._file_table(ext)
+        top = None  # the priority of the first match
+        first = None  # the first match at that priority (a weak one: a strong one returns at once)
+        cand = candidate
+        for f, fps in groups:
+            if top is not None and f.priority < top:
+                break  # priority outranks strength: no format of a lower one can win
+            for fp, test in fps:
+                if test is not None and not test(name):
+                    continue
+                if cand is None:
+                    cand = Path(cs)
+                try:
+                    m = f.sniff(probe, cand, fp)
+                except Exception:  # a sniff must not take detection down (detect records it; discovery does not)
+                    continue
+                if m is None or isinstance(m, Reject):
+                    continue
+                if m.strength == STRONG:
+                    return f, m
+                if top is None:
+                    top, first = f.priority, (f, m)
+                break  # this format matched: its other fingerprints are not asked
+        return first
+
+
 def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
     """``fmt.read``, with an exception (a reader bug, a plugin's) turned into
     a Session that says so and names the plugin; then the costs the record

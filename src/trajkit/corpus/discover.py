@@ -58,30 +58,30 @@ def _named(found: Path, given: Path, given_abs: Path) -> Path:
     return given / rel if rel.parts else given
 
 
-def _root_is(det, p: Path) -> bool:
-    if det.format is None or det.match is None:
-        return False
-    root = det.match.root
-    if root is p:  # the common case: the sniff matched the candidate it was given
+def _root_is(match, cs: str) -> bool:
+    """Whether ``match`` (a sniff's, for the entry ``cs``: absolute, without
+    ``..``) names ``cs`` itself as the run's root."""
+    root = os.fspath(match.root)
+    if root == cs:  # the common case: the sniff matched the candidate it was given
         return True
-    if os.path.abspath(root) == os.path.abspath(p):
+    if os.path.abspath(root) == cs:
         return True
     try:
-        return fs.realpath(root) == fs.realpath(p)
+        return fs.realpath(root) == fs.realpath(cs)
     except OSError:
         return False
 
 
-def _expand(det, p: Path) -> list[Path]:
+def _expand(fmt, match, p: Path, member: str | None = None) -> list[Path]:
     """``p`` as the runs a batch verb goes over: each session of a container
     file (``PATH#ID``, for a format declaring ``members``) unless ``p`` names
-    one already; ``[p]`` otherwise."""
-    if det.member is not None or det.format.members is None:
+    one already (``member``); ``[p]`` otherwise."""
+    if member is not None or fmt.members is None:
         return [p]
     from ..model import ReadOptions
     from ..registry import list_members
 
-    ids = list_members(det.format, Path(det.match.root), ReadOptions())
+    ids = list_members(fmt, Path(match.root), ReadOptions())
     return [Path(f"{p}#{i}") for i in ids] if ids else [p]
 
 
@@ -131,7 +131,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
               on_found: Callable[[RunRef], None] | None, collect: bool = True) -> list[RunRef]:
     from ..reading import tree
     from ..reading.probe import Probe
-    from ..registry import detect, formats, split_member
+    from ..registry import EntryDetector, detect, formats, split_member
     from .archive import is_archive
 
     out: list[list[RunRef]] = []
@@ -164,7 +164,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
             continue
         det = detect(given)
         if det.format is not None:
-            for p in _expand(det, given):
+            for p in _expand(det.format, det.match, given, det.member):
                 add(refs, RunRef(p, RUN, det.format.name, str(raw)))
             out.append(refs)
             continue
@@ -199,10 +199,11 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                      if fp.startswith(".") and "/" not in fp and not any(c in fp for c in "*?[")}
         real_given = fs.realpath(given)
         given_s = os.fspath(given_abs)
+        given_in = given_s + os.sep
 
         def real(cs: str) -> str:
             # the walk follows no symlinked folder, so an entry's real path is the given root's plus its relative path
-            return real_given + cs[len(given_s):] if cs.startswith(given_s + os.sep) else fs.realpath(cs)
+            return real_given + cs[len(given_s):] if cs.startswith(given_in) else fs.realpath(cs)
 
         def inside_claimed(cs: str) -> bool:
             r = real(cs)
@@ -214,7 +215,22 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                     return False
                 r = parent
 
-        def walk(d: str, named: Path, depth: int) -> None:
+        # The walk enters a folder only when no claimed root holds it, so an entry under the given root is inside
+        # a claimed one when it is one itself (or the given root is): one set look-up instead of climbing its parents.
+        root_claimed = bool(claimed) and inside_claimed(given_s)
+
+        def is_claimed(cs: str) -> bool:
+            if cs.startswith(given_in):
+                return root_claimed or real_given + cs[len(given_s):] in claimed_set
+            return inside_claimed(cs)
+
+        winner = EntryDetector().winner  # the formats taken once, their name tables built once for the whole walk
+
+        # the given path as written is the absolute one (the common case): an entry's Path is then its name too
+        same = os.fspath(given) == given_s
+
+        def walk(d: str, dp: Path, named: Path, depth: int) -> None:
+            # d: the folder, absolute; dp: it as a Path (what sniffs take); named: it in the caller's form
             probe = Probe()  # one per folder: its entries share the folder's listing, and it dies with the walk of it
             try:
                 entries = sorted(tree.scandir(d), key=lambda e: e.name)
@@ -223,9 +239,11 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                     on_problem(f"{named}: cannot list: {e.strerror or e}")
                 return
             probe.listdir(d)  # the probe answers "is it there, a file, a folder" for these entries from this listing
+            inside = d if d.endswith(os.sep) else d + os.sep
             for entry in entries:
-                cs = entry.path  # absolute: the walk starts from the given path made absolute
-                if (entry.name.startswith(".") and entry.name not in dot_names) or (claimed and inside_claimed(cs)):
+                name = entry.name
+                cs = inside + name  # absolute: the walk starts from the given path made absolute
+                if (name.startswith(".") and name not in dot_names) or (claimed and is_claimed(cs)):
                     continue
                 before = added[0]
                 try:
@@ -235,30 +253,33 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                     continue
                 if is_dir and is_link:
                     if on_skip and depth == 1:
-                        on_skip(named / entry.name, "symlinked folder, not followed")
+                        on_skip(named / name, "symlinked folder, not followed")
                     continue
                 if not is_dir and archives and is_archive(cs):
-                    add(refs, RunRef(named / entry.name, ARCHIVE, None, str(raw)), real(cs))
+                    add(refs, RunRef(named / name, ARCHIVE, None, str(raw)), real(cs))
                     continue
                 if not is_dir and certificates and _looks_like_certificate(Path(cs)):
-                    add(refs, RunRef(named / entry.name, CERTIFICATE, None, str(raw)), real(cs))
+                    add(refs, RunRef(named / name, CERTIFICATE, None, str(raw)), real(cs))
                     continue
-                c = Path(cs)
-                m = detect(c, probe=probe, ancestors=0, winner_only=True)
-                if _root_is(m, c):
-                    for p in _expand(m, named / entry.name):
-                        member = p.name[len(entry.name):]  # "#ID" for a container's session, else ""
-                        add(refs, RunRef(p, RUN, m.format.name, str(raw)), None if is_link else real(cs) + member)
+                c = dp / name  # cs as a Path: what sniffs take
+                # what detect(c, probe=probe, ancestors=0, winner_only=True) names, without its bookkeeping
+                # (a symlink whose target is not there is nothing, as detection says)
+                got = None if is_link and not probe.exists(cs) else winner(probe, cs, name, is_dir, c)
+                if got is not None and _root_is(got[1], cs):
+                    fmt, match = got
+                    for p in _expand(fmt, match, c if same else named / name):
+                        member = p.name[len(name):]  # "#ID" for a container's session, else ""
+                        add(refs, RunRef(p, RUN, fmt.name, str(raw)), None if is_link else real(cs) + member)
                 elif is_dir and depth < max_depth:
-                    walk(cs, named / entry.name, depth + 1)
+                    walk(cs, c, c if same else named / name, depth + 1)
                 probe.drop_heads()
-                if on_skip and depth == 1 and added[0] == before and not inside_claimed(cs):
+                if on_skip and depth == 1 and added[0] == before and not (claimed and is_claimed(cs)):
                     what = "folder" if is_dir else "file"
-                    on_skip(named / entry.name, f"no known format: no run found in this {what}"
+                    on_skip(named / name, f"no known format: no run found in this {what}"
                             if is_dir else "no known format")
             tree.release(d)  # the last walk of this folder is done: the shared listing goes (RSS flat in the corpus' size)
 
-        walk(given_s, given, 1)
+        walk(given_s, given_abs, given, 1)
         # a container's sessions stay in the container's order, beside its path
         # (by the paths' parts: the order of Path objects, without a Python-level comparison per pair)
         refs.sort(key=lambda r: (Path(split_member(r.path)[0]) if "#" in r.path.name else r.path).parts)

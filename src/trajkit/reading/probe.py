@@ -80,12 +80,14 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_entries", "_index", "_scans", "_st", "_heads", "_lines", "globs", "memo", "calls")
+    __slots__ = ("_ls", "_entries", "_index", "_known", "_scans", "_st", "_heads", "_lines", "globs", "memo", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
         self._entries: dict[str, list[os.DirEntry] | None] = {}
         self._index: dict[str, dict[str, os.DirEntry]] = {}
+        #: what :meth:`_entry` answered from a listing, by path (sniffs ask of the same path again and again)
+        self._known: dict[str, Any] = {}
         self._scans: dict[str, tuple[set[str], set[str]]] = {}
         self._st: dict[str, os.stat_result | None] = {}
         self._heads: dict[str, tuple[bytes, int]] = {}
@@ -161,7 +163,17 @@ class Probe:
     def _entry(self, p: str) -> Any:
         """The directory entry for ``p`` when its parent has been listed
         (None when the listing does not hold it, or when the parent is known
-        not to be there or not to be a folder), else _MISSING."""
+        not to be there or not to be a folder), else _MISSING. An answer
+        other than _MISSING never changes (listings and stats are kept as
+        first seen), so it is kept."""
+        got = self._known.get(p, _MISSING)
+        if got is _MISSING:
+            got = self._find_entry(p)
+            if got is not _MISSING:
+                self._known[p] = got
+        return got
+
+    def _find_entry(self, p: str) -> Any:
         parent, name = os.path.split(p)
         entries = self._entries.get(parent, _MISSING)
         if entries is _MISSING:
