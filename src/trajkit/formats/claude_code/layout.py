@@ -98,7 +98,7 @@ def file_kind(path: str | os.PathLike, probe: Probe) -> tuple[str | None, str]:
             return kind, why
         size = SNIFF_BYTES
         data = probe.head(p, size)
-    if not data.strip():
+    if not data or data.isspace():  # what `not data.strip()` says, without copying the head
         st = probe.stat(p)
         if st is not None and st.st_size == 0 and p.endswith(".jsonl") and _looks_like_session_name(Path(p)):
             return TRANSCRIPT, "an empty session file named like one"
@@ -113,7 +113,7 @@ def _looks_like_session_name(p: Path) -> bool:
     return bool(_UUID.match(p.stem)) or bool(AGENT_FILE.match(p.name))
 
 
-def companion_owner(path: Path, probe: Probe) -> Path | None:
+def companion_owner(path: str | os.PathLike, probe: Probe) -> Path | None:
     """The main transcript a path inside a session's companion folder
     belongs to: the nearest ancestor ``X`` (up to five levels) with a file
     ``X.jsonl`` beside it and a ``subagents`` or ``workflows`` folder in it.
@@ -127,19 +127,32 @@ def companion_owner(path: Path, probe: Probe) -> Path | None:
 
 
 def _companion_owner(p: str, probe: Probe) -> Path | None:
+    memo = probe.memo
     for _ in range(6):
         parent = os.path.dirname(p)
         if parent == p:
             return None
-        main = os.path.join(parent, os.path.basename(p) + ".jsonl")
-        if probe.listed(p):  # its names are known: ask them before a stat for X.jsonl
-            if (probe.has(p, "subagents") or probe.has(p, "workflows")) and probe.is_file(main) and probe.is_dir(p):
-                return Path(main)
-        # else X.jsonl beside it first: one stat, where listing X (a run's
-        # ancestors, big folders) costs far more
-        elif not probe.absent(main) and probe.is_file(main) and probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
+        # each folder's own answer is kept: the folders of one walk share their ancestors
+        key = ("claude-code.companion_of", p)
+        main = memo.get(key, probe)
+        if main is probe:
+            main = memo[key] = _companion_at(p, parent, probe)
+        if main is not None:
             return Path(main)
         p = parent
+    return None
+
+
+def _companion_at(p: str, parent: str, probe: Probe) -> str | None:
+    """``X.jsonl`` beside ``p`` when ``p`` (``X``) is its companion folder, else None."""
+    main = os.path.join(parent, os.path.basename(p) + ".jsonl")
+    if probe.listed(p):  # its names are known: ask them before a stat for X.jsonl
+        if (probe.has(p, "subagents") or probe.has(p, "workflows")) and probe.is_file(main) and probe.is_dir(p):
+            return main
+    # else X.jsonl beside it first: one stat, where listing X (a run's
+    # ancestors, big folders) costs far more
+    elif not probe.absent(main) and probe.is_file(main) and probe.is_dir(p) and (probe.has(p, "subagents") or probe.has(p, "workflows")):
+        return main
     return None
 
 
@@ -166,56 +179,75 @@ def is_session_name(name: str) -> bool:
     return name.endswith(".jsonl") and not AGENT_FILE.match(name)
 
 
+def _session_names(d: str, probe: Probe) -> list[str]:
+    """The names of the main transcripts directly in folder ``d`` (not ``agent-*``), sorted."""
+    names = probe.listdir(d) or []
+    # names sorted as strings: the same order as the paths in one folder, without a Path per name compared
+    return sorted(n for n in names if is_session_name(n) and probe.is_file(os.path.join(d, n)))
+
+
 def session_files(directory: Path, probe: Probe) -> list[Path]:
     """The main transcripts directly in a project folder (not ``agent-*``)."""
-    names = probe.listdir(directory) or []
-    d = os.fspath(directory)
-    # names sorted as strings: the same order as the paths in one folder, without a Path per name compared
-    return [directory / n for n in sorted(
-        n for n in names if is_session_name(n) and probe.is_file(os.path.join(d, n)))]
+    return [directory / n for n in _session_names(os.fspath(directory), probe)]
 
 
 def session_root(candidate: Path, probe: Probe) -> tuple[Path | None, str]:
     """The session file a path belongs to (the path itself for a standalone
-    file), and why; None when the path is no Claude Code session."""
-    if probe.is_file(candidate):
-        owner = companion_owner(candidate.parent, probe)
+    file), and why; None when the path is no Claude Code session. Asked once
+    per path and probe (a folder can hit several of the format's fingerprints)."""
+    key = ("claude-code.session_root", os.fspath(candidate))
+    got = probe.memo.get(key)
+    if got is None:
+        got = probe.memo[key] = _session_root(candidate, key[1], probe)
+    return got
+
+
+def _session_root(candidate: Path, cs: str, probe: Probe) -> tuple[Path | None, str]:
+    # strings while looking (``cs`` is ``candidate``'s): detection asks this of every file it meets
+    if probe.is_file(cs):
+        folder, name = os.path.split(cs)
+        owner = companion_owner(folder, probe)
         if owner is not None:
             return owner, f"inside the companion folder of {owner.name}"
-        if AGENT_FILE.match(candidate.name):
-            main = session_of_agent_file(candidate, probe)
+        if AGENT_FILE.match(name):
+            main = session_of_agent_file(Path(cs), probe)
             if main is not None:
                 return main, f"a project-level sub-agent file of {main.name}"
-        if not candidate.name.endswith((".jsonl", ".txt", ".json")) or candidate.name.endswith(".meta.json"):
+        if not name.endswith((".jsonl", ".txt", ".json")) or name.endswith(".meta.json"):
             return None, "not a JSON Lines file"
-        if candidate.name.endswith(".json") and not candidate.name.endswith(".jsonl"):
+        if name.endswith(".json"):
             return None, "a JSON file outside a session's companion folder"
-        kind, why = file_kind(candidate, probe)
+        kind, why = file_kind(cs, probe)
         if kind is None:
             return None, why
         return candidate, why
-    if not probe.is_dir(candidate):
+    if not probe.is_dir(cs):
         return None, "not a file or a directory"
-    owner = companion_owner(candidate, probe)
+    owner = companion_owner(cs, probe)
     if owner is not None:
-        return owner, f"the companion folder of {owner.name}" if owner.parent == candidate.parent else f"inside the companion folder of {owner.name}"
-    names = probe.listdir(candidate) or []
-    if STREAM_NAME in names and probe.is_file(candidate / STREAM_NAME):
-        kind, why = file_kind(candidate / STREAM_NAME, probe)
+        inside = os.path.dirname(os.fspath(owner)) == os.path.dirname(cs)
+        return owner, f"the companion folder of {owner.name}" if inside else f"inside the companion folder of {owner.name}"
+    names = probe.listdir(cs) or []
+    stream = os.path.join(cs, STREAM_NAME)
+    if STREAM_NAME in names and probe.is_file(stream):
+        kind, why = file_kind(stream, probe)
         if kind == STREAM:
-            return candidate / STREAM_NAME, f"{STREAM_NAME}: {why}"
-    if probe.has(candidate, "agent") and probe.is_file(candidate / "agent" / STREAM_NAME):
-        kind, why = file_kind(candidate / "agent" / STREAM_NAME, probe)
-        if kind == STREAM:
-            return candidate, f"a trial folder whose agent/{STREAM_NAME} is a stream-json log"
+            return Path(stream), f"{STREAM_NAME}: {why}"
+    if probe.has(cs, "agent"):
+        stream = os.path.join(cs, "agent", STREAM_NAME)
+        if probe.is_file(stream):
+            kind, why = file_kind(stream, probe)
+            if kind == STREAM:
+                return candidate, f"a trial folder whose agent/{STREAM_NAME} is a stream-json log"
     mains = []
-    for m in session_files(candidate, probe):
+    for n in _session_names(cs, probe):
+        m = os.path.join(cs, n)
         if file_kind(m, probe)[0] is not None:
             mains.append(m)
             if len(mains) > 1:
                 break
     if len(mains) == 1:
-        return mains[0], f"a project folder holding one session, {mains[0].name}"
+        return Path(mains[0]), f"a project folder holding one session, {os.path.basename(mains[0])}"
     if mains:
         return None, "a project folder holding several sessions; name one (trajkit ls lists them)"
     return None, "no Claude Code session here"

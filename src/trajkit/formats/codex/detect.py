@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...reading.probe import HEAD_LINES, NOT_DECODED, HeadLines, Probe
+from ...reading.probe import HEAD_LINES, NOT_DECODED, HeadLines, Probe, has_u_escape
 from ...registry import STRONG, WEAK, Match, Reject
 
 NAME = "codex"
@@ -54,6 +54,23 @@ def _classify_line(v: Any) -> str | None:
     return None
 
 
+#: What a line needs for :func:`_classify_line` to give a shape, as JSON writes
+#: it: a ``type`` member whose value is a rollout type, an exec type's prefix or
+#: ``error`` (one search for all of them), else a ``msg`` or ``record_type`` member.
+_SHAPE_TYPE = re.compile(rb'"type"\s*:\s*"(?:' + b"|".join(re.escape(t.encode()) for t in sorted(ROLLOUT_TYPES))
+                         + rb'|error|thread\.|turn\.|item\.)')
+
+
+def may_have_shape(data: bytes) -> bool:
+    """False when :func:`shape_of` of a head holding ``data`` is certainly None:
+    none of its lines can hold what a shape needs (:data:`_SHAPE_TYPE`, ``"msg"``,
+    ``"record_type"``), nor any key or value spelled with ``\\u`` escapes (the
+    one other way to write them). Three searches instead of decoding up to 40
+    lines: most ``.jsonl`` files detection meets are another harness's."""
+    return (_SHAPE_TYPE.search(data) is not None or b'"msg"' in data or b'"record_type"' in data
+            or has_u_escape(data))
+
+
 def shape_of(head: HeadLines) -> str | None:
     """The record shape the first complete lines of a head show (``rollout``,
     ``exec``, ``exec-legacy``), or None. Lines that do not decode are skipped
@@ -88,6 +105,8 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         if head.startswith(b"{") and b'"items"' in head and b'"session"' in head:
             return Match(candidate, fingerprint, STRONG, "a TypeScript-era Codex session: {session, items}")
         return Reject("not a {session, items} document")
+    if not may_have_shape(probe.head(candidate, _HEAD)):
+        return Reject("no Codex rollout line or exec event in the first lines")
     shape = shape_of(probe.lines(candidate, _HEAD))
     if shape == "rollout":
         return Match(candidate, fingerprint, STRONG, "lines of {timestamp, type, payload} with Codex rollout types")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ...reading.probe import HeadLines, Probe
+from ...reading.probe import HeadLines, Probe, has_u_escape
 from ...registry import STRONG, WEAK, Match, Reject
 
 NAME = "gemini-cli"
@@ -41,6 +42,20 @@ def _own(raw: bytes) -> Any:
         return None
 
 
+#: A top-level ``"type": "user"`` member, as JSON writes it (any spacing).
+_USER_TYPE = re.compile(rb'"type"\s*:\s*"user"')
+
+
+def _may_match(head: bytes) -> bool:
+    """False when :func:`sniff` certainly finds nothing in ``head``: every
+    match needs ``sessionId`` with ``projectHash``, a ``"gemini"`` type, or a
+    ``"type": "user"`` line with ``content`` (unless keys are spelled with
+    ``\\u`` escapes). A few searches instead of cutting and decoding the lines
+    of another harness's file."""
+    return ((b"projectHash" in head and b"sessionId" in head) or b'"gemini"' in head
+            or (b'"content"' in head and _USER_TYPE.search(head) is not None) or has_u_escape(head))
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if not probe.is_file(candidate):
         return Reject("a Gemini CLI session is one file, not a directory")
@@ -48,8 +63,7 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not body.startswith(b"{"):
         return Reject("does not start with a JSON object")
-    if b"sessionId" not in head and b"content" not in head and b'"gemini"' not in head and b"\\u" not in head:
-        # every match below needs one of these words (unless a key is written with \u escapes)
+    if not _may_match(head):
         return Reject("no sessionId + projectHash, no gemini messages")
     # the head's lines as other formats' sniffs decoded them (Probe.lines), unless a BOM or blank lines came
     # first (lstrip made a copy: the lines are counted from the body)

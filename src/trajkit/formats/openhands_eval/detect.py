@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from ... import jsonio
-from ...reading.probe import Probe
+from ...reading.probe import Probe, has_u_escape
 from ...registry import STRONG, Match, Reject
 
 NAME = "openhands-eval"
@@ -50,6 +50,14 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 _CLOUD_HEAD = re.compile(rb'"(conversation|events)"\s*:')
 
 
+def _may_be_cloud(head: bytes) -> bool:
+    """False when :func:`looks_like_cloud` is certainly False for ``head``:
+    both ways it decides need the ``conversation`` and ``events`` keys, spelled
+    plainly unless with ``\\u`` escapes. Two searches instead of decoding every
+    small JSON file detection meets."""
+    return (b'"conversation"' in head and b'"events"' in head) or has_u_escape(head)
+
+
 def looks_like_cloud(path: Path, probe: Probe) -> bool:
     """Whether a JSON file is an OpenHands Cloud export: an object with
     ``conversation`` (an object) and ``events`` members. A file of up to 64
@@ -59,6 +67,8 @@ def looks_like_cloud(path: Path, probe: Probe) -> bool:
     if head.startswith(b"\xef\xbb\xbf"):
         head = head[3:]
     if not head.lstrip().startswith(b"{"):
+        return False
+    if not _may_be_cloud(head):
         return False
     if len(head) < (1 << 16) - 3:
         try:

@@ -1,0 +1,153 @@
+"""The byte-level prechecks of the sniffs say "no" only where the full sniff says no.
+
+Codex (:func:`~trajkit.formats.codex.detect.may_have_shape`), Gemini CLI
+(``_may_match``) and the OpenHands Cloud sniff (``_may_be_cloud``) turn most
+files of other harnesses away with a few searches of the head's bytes instead
+of decoding its lines. Each precheck must be a necessary condition: with it
+forced to "maybe" (the sniff then decodes as it did before the precheck), every
+file of the shared corpus, the format fixtures and a set of hand-made hard cases
+(keys spelled with ``\\u`` escapes, odd spacing, cut heads, binary, empty,
+a BOM, a file that looks like two formats) gets the same Match or Reject, with
+the same reason.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import CORPUS, REPO
+from trajkit.formats.codex import detect as codex_detect
+from trajkit.formats.gemini_cli import detect as gemini_detect
+from trajkit.formats.openhands_eval import detect as eval_detect
+from trajkit.reading.probe import HeadLines, Probe, has_u_escape
+from trajkit.registry import Match, Reject
+
+SUFFIXES = (".json", ".jsonl", ".txt", ".log", ".traj")
+
+
+def _files() -> list[Path]:
+    out = []
+    for base in (CORPUS, REPO / "src" / "trajkit" / "formats" / "fixtures", REPO / "tests" / "fixtures", REPO / "examples"):
+        for d, _dirs, files in os.walk(base):
+            out += [Path(d) / f for f in sorted(files) if f.endswith(SUFFIXES)]
+    return sorted(out)
+
+
+def _line(obj: object) -> bytes:
+    return orjson.dumps(obj)
+
+
+#: name -> bytes: files that stress each precheck (what each must still find, or still turn away).
+HARD: dict[str, bytes] = {
+    # codex: every shape, plain, with spaces, with \u-spelled keys and values, and lines that only look close
+    "rollout.jsonl": _line({"timestamp": "t", "type": "session_meta", "payload": {"id": "x"}}) + b"\n",
+    "rollout-spaced.jsonl": b'{"timestamp": "t",  "type" :\t"response_item", "payload": {}}\n',
+    "rollout-escaped-type.jsonl": b'{"timestamp": "t", "type": "sessi\\u006fn_meta", "payload": {}}\n',
+    "rollout-escaped-key.jsonl": b'{"timestamp": "t", "t\\u0079pe": "turn_context", "payload": {}}\n',
+    "rollout-late.jsonl": b"".join(_line({"type": "session", "n": i}) + b"\n" for i in range(30))
+    + _line({"type": "event_msg", "payload": {}}) + b"\n",
+    "exec.jsonl": b'{"type":"thread.started","thread_id":"a"}\n{"type":"turn.started"}\n',
+    "exec-error.jsonl": b'{"type": "error", "message": "boom"}\n',
+    "exec-legacy.jsonl": b'{"id": "0", "msg": {"type": "task_started"}}\n',
+    "exec-legacy-escaped.jsonl": b'{"id": "0", "\\u006dsg": {"type": "task_started"}}\n',
+    "state.jsonl": b'{"record_type": "state", "x": 1}\n',
+    "payload-only.jsonl": b'{"type": "session", "payload": "openresponses/x", "format": "agentsession/0.11"}\n',
+    "error-value.jsonl": b'{"type": "message", "status": "error"}\n{"note": "msg"}\n',
+    "cut-rollout.jsonl": b'{"type": "session_meta", "payload": {"id": "x"',
+    # gemini: a session object, a JSONL log, messages only, escaped keys, another harness's user lines
+    "session-g.json": _line({"sessionId": "s", "projectHash": "h", "messages": [{"type": "user", "content": "hi"}]}),
+    "session-g.jsonl": _line({"sessionId": "s", "projectHash": "h", "startTime": "t"}) + b"\n"
+    + _line({"id": "1", "type": "user", "content": [{"text": "hi"}]}) + b"\n",
+    "gemini-damaged-first.jsonl": b"{not json\n" + _line({"id": "1", "type": "gemini", "content": "x"}) + b"\n",
+    "gemini-user-only.jsonl": b'{bad\n{"id": "1", "type" :  "user", "content": "x"}\n',
+    "gemini-escaped-hash.jsonl": b'{"sessionId": "s", "projectH\\u0061sh": "h"}\n',
+    "gemini-messages.json": b'{"messages": [{"type":"gemini","content":"x"}]}',
+    "claude-like.jsonl": _line({"type": "user", "sessionId": "s", "uuid": "u", "message": {"role": "user", "content": "x"}}) + b"\n",
+    "user-not-type.jsonl": b'{"role": "user", "content": "x", "id": "1"}\n',
+    # OpenHands Cloud: small and large exports, escaped keys, one key only
+    "cloud.json": _line({"conversation": {"id": "c"}, "events": []}),
+    "cloud-escaped.json": b'{"c\\u006fnversation": {"id": "c"}, "events": []}',
+    "cloud-big.json": b'{"conversation": {"id": "c"}, "events": [' + b",".join([b'{"x": "' + b"a" * 200 + b'"}'] * 400) + b"]}",
+    "cloud-events-only.json": _line({"events": [], "title": "conversation"}),
+    # no JSON at all, or nothing
+    "binary.jsonl": bytes(range(256)) * 4,
+    "empty.jsonl": b"",
+    "blank.jsonl": b" \n\t\n",
+    "bom.jsonl": b"\xef\xbb\xbf" + _line({"type": "session_meta", "payload": {}}) + b"\n",
+    "bom-gemini.json": b"\xef\xbb\xbf" + _line({"sessionId": "s", "projectHash": "h", "messages": []}),
+    "backslash-no-u.jsonl": b'{"type": "message", "text": "a\\nb\\\\c"}\n',
+    "two-formats.jsonl": _line({"type": "response_item", "payload": {}, "sessionId": "s", "projectHash": "h"}) + b"\n",
+}
+
+
+def _outcome(m: Match | Reject | None) -> tuple:
+    if isinstance(m, Match):
+        return ("match", str(m.root), m.fingerprint, m.strength, m.reason)
+    return ("reject", m.reason if m is not None else None)
+
+
+CASES = [
+    (codex_detect, "may_have_shape", codex_detect.sniff, "*.jsonl"),
+    (gemini_detect, "_may_match", gemini_detect.sniff, "*.json"),
+    (eval_detect, "_may_be_cloud", eval_detect.sniff_cloud, "*.json"),
+]
+
+
+def _paths(tmp: Path) -> list[Path]:
+    for name, data in HARD.items():
+        (tmp / name).write_bytes(data)
+    return _files() + [tmp / n for n in HARD]
+
+
+@pytest.mark.parametrize("module,precheck,sniff,fp", CASES, ids=[c[1] for c in CASES])
+def test_precheck_never_changes_the_answer(tmp_path, monkeypatch, corpus, module, precheck, sniff, fp):
+    paths = _paths(tmp_path)
+    fast = [_outcome(sniff(Probe(), p, fp)) for p in paths]
+    monkeypatch.setattr(module, precheck, lambda head: True)
+    slow = [_outcome(sniff(Probe(), p, fp)) for p in paths]
+    assert len(paths) > 600
+    diff = [(str(p), f, s) for p, f, s in zip(paths, fast, slow) if f != s]
+    assert diff == []
+    # the hard cases meant to match still do, through the precheck
+    hard = dict(zip([p.name for p in paths[-len(HARD):]], fast[-len(HARD):]))
+    expect = {
+        "may_have_shape": ["rollout.jsonl", "rollout-spaced.jsonl", "rollout-escaped-type.jsonl", "rollout-escaped-key.jsonl",
+                           "rollout-late.jsonl", "exec.jsonl", "exec-error.jsonl", "exec-legacy.jsonl",
+                           "exec-legacy-escaped.jsonl", "state.jsonl", "two-formats.jsonl"],  # a BOM hides a line from codex
+        "_may_match": ["session-g.json", "session-g.jsonl", "gemini-damaged-first.jsonl", "gemini-user-only.jsonl",
+                       "gemini-escaped-hash.jsonl", "gemini-messages.json", "bom-gemini.json", "two-formats.jsonl"],
+        "_may_be_cloud": ["cloud.json", "cloud-escaped.json", "cloud-big.json"],
+    }[precheck]
+    assert sorted(n for n, o in hard.items() if o[0] == "match") == sorted(expect)
+
+
+@pytest.mark.parametrize("module,precheck,sniff,fp", CASES, ids=[c[1] for c in CASES])
+def test_precheck_turns_most_other_files_away(tmp_path, corpus, module, precheck, sniff, fp):
+    """The precheck is what makes the sniff cheap: on the files it rejects it
+    must say no by itself, for most of the corpus files the sniff rejects."""
+    paths = _paths(tmp_path)
+    rejected = [p for p in paths if _outcome(sniff(Probe(), p, fp))[0] == "reject"]
+    heads = [Probe().head(p, 1 << 16) for p in rejected]
+    said_no = sum(1 for h in heads if not getattr(module, precheck)(h.removeprefix(b"\xef\xbb\xbf")))
+    assert said_no > len(rejected) // 2
+
+
+def test_codex_precheck_agrees_with_the_line_decode(tmp_path, corpus):
+    """Where ``may_have_shape`` says no, decoding the lines finds no shape either (the reverse need not hold)."""
+    for p in _paths(tmp_path):
+        head = Probe().head(p, 1 << 16)
+        if not codex_detect.may_have_shape(head):
+            assert codex_detect.shape_of(HeadLines(head)) is None, p
+
+
+def test_has_u_escape_is_the_byte_test():
+    samples = [b"", b"\\", b"u", b"\\u", b"a\\u0041", b"\\\\u", b"\\n\\t", b"abc\\", b"\\x\\u", b"x" * 100 + b"\\" + b"u"]
+    samples += [bytes([b]) + bytes([c]) for b in range(256) for c in (0x5C, 0x75)]
+    for f in _files()[:200]:
+        samples.append(f.read_bytes()[: 1 << 16])
+    for s in samples:
+        assert has_u_escape(s) == (b"\\u" in s), s[:40]
