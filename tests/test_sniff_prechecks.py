@@ -23,7 +23,7 @@ from conftest import CORPUS, REPO
 from trajkit.formats.codex import detect as codex_detect
 from trajkit.formats.gemini_cli import detect as gemini_detect
 from trajkit.formats.openhands_eval import detect as eval_detect
-from trajkit.reading.probe import HeadLines, Probe, has_u_escape
+from trajkit.reading.probe import NOT_DECODED, HeadLines, Probe, has_u_escape
 from trajkit.registry import Match, Reject
 
 SUFFIXES = (".json", ".jsonl", ".txt", ".log", ".traj")
@@ -151,3 +151,81 @@ def test_has_u_escape_is_the_byte_test():
         samples.append(f.read_bytes()[: 1 << 16])
     for s in samples:
         assert has_u_escape(s) == (b"\\u" in s), s[:40]
+
+
+def _heads() -> list[bytes]:
+    """Heads of every shape the line rules care about: no newline, a trailing one, a cut last line,
+    blank and whitespace lines, exactly 63/64/65 lines, more than 64, a long single line, CRs."""
+    row = b'{"type": "user", "message": {"content": "x"}}'
+    out = [b"", b"\n", b"\n\n", row, row + b"\n", row + b"\n" + row[:10], b"  \n" + row + b"\r\n", b"x" * 70000]
+    for n in (1, 2, 39, 40, 41, 63, 64, 65, 66, 200):
+        lines = [row if i % 3 else b"garbage" for i in range(n)]
+        body = b"\n".join(lines)
+        out += [body, body + b"\n", body + b"\n" + b'{"cut', b"\n" + body]
+    return out + [f.read_bytes()[: 1 << 16] for f in _files()[:150]]
+
+
+def test_lines_found_lazily_are_the_split_lines():
+    for data in _heads():
+        parts = data.split(b"\n", 64)
+        head = HeadLines(data)
+        for i in range(64):
+            got = head.span(i)
+            if i >= len(parts) or (i == 64):
+                assert got is None, (data[:30], i)
+                continue
+            start, end, last = got
+            assert data[start:end] == parts[i]
+            assert last == (i == len(parts) - 1), (data[:30], i)
+        # values match a decode of the split line, whichever is asked first
+        fresh = HeadLines(data)
+        for i in reversed(range(min(len(parts), 64))):
+            line = parts[i].strip()
+            try:
+                want = orjson.loads(line) if line[:1] == b"{" else "NOT"
+            except orjson.JSONDecodeError:
+                want = "NOT"
+            v = fresh.value(i)
+            assert (v if v is not NOT_DECODED else "NOT") == want
+        assert fresh.parts == parts and fresh.complete == (len(parts) <= 64)
+
+
+def _old_kind_of_head_rows(head: HeadLines) -> list[int]:
+    """The line numbers the session-12 rule looked at (from ``parts``): the reference for the lazy loops."""
+    n = len(head.parts)
+    if head.complete and not head.data.endswith(b"\n") and n > 1:
+        n -= 1
+    return list(range(min(n, 64)))
+
+
+def _old_shape_rows(head: HeadLines) -> list[int]:
+    n = len(head.parts)
+    if head.complete and n > 1 and len(head.data) >= 1 << 16:
+        n -= 1
+    return list(range(min(n, 40)))
+
+
+def test_lazy_loops_look_at_the_same_lines():
+    from trajkit.formats.claude_code import layout
+
+    full = [b'{"a": 1}\n' * 8000, (b"y" * 30000 + b"\n") * 2 + b"z" * 5536, (b"y" * 30000 + b"\n") * 2 + b"z" * 5535 + b"\n"]
+    assert {len(d[: 1 << 16]) for d in full[1:]} == {1 << 16}
+    for data in _heads() + full:
+        assert _rows_looked_at(layout.kind_of_head, data) == _old_kind_of_head_rows(HeadLines(data)), data[:40]
+        assert _rows_looked_at(codex_detect.shape_of, data) == _old_shape_rows(HeadLines(data)), data[:40]
+
+
+def _rows_looked_at(fn, data: bytes) -> list[int]:
+    """The line numbers ``fn`` asks ``value`` for when no line decides (each answers NOT_DECODED)."""
+
+    class Spy(HeadLines):
+        __slots__ = ("asked",)
+
+        def value(self, i):
+            self.asked.append(i)
+            return NOT_DECODED
+
+    spy = Spy(data)
+    spy.asked = []
+    fn(spy)
+    return spy.asked

@@ -44,20 +44,55 @@ class HeadLines:
     ``orjson.loads(parts[i].strip())`` for a line that starts with ``{`` once
     stripped, :data:`NOT_DECODED` for any other line or one that does not decode.
     Treat the values as read-only: they are shared.
+
+    Lines are found as they are asked for (:meth:`span`): a sniff that decides
+    on the first line does not cut the whole head; ``parts`` is made on first use.
     """
 
-    __slots__ = ("data", "parts", "complete", "_vals")
+    __slots__ = ("data", "_parts", "_spans", "_vals")
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.parts = data.split(b"\n", HEAD_LINES)
-        self.complete = len(self.parts) <= HEAD_LINES
-        self._vals: list[Any] = [_MISSING] * len(self.parts)
+        self._parts: list[bytes] | None = None
+        self._spans: list[tuple[int, int, bool]] = []
+        self._vals: dict[int, Any] = {}
+
+    @property
+    def parts(self) -> list[bytes]:
+        got = self._parts
+        if got is None:
+            got = self._parts = self.data.split(b"\n", HEAD_LINES)
+        return got
+
+    @property
+    def complete(self) -> bool:
+        return len(self.parts) <= HEAD_LINES
+
+    def span(self, i: int) -> tuple[int, int, bool] | None:
+        """``(start, end, last)`` of line ``i`` (``i < HEAD_LINES``): ``parts[i]``
+        is ``data[start:end]``, and ``last`` says no newline follows it (it is
+        the head's last part); None when the head has no line ``i``."""
+        spans = self._spans
+        while len(spans) <= i:
+            if spans:
+                _start, end, last = spans[-1]
+                if last:
+                    return None
+                start = end + 1
+            else:
+                start = 0
+            nl = self.data.find(b"\n", start)
+            spans.append((start, len(self.data), True) if nl < 0 else (start, nl, False))
+        return spans[i]
 
     def value(self, i: int) -> Any:
-        v = self._vals[i]
+        v = self._vals.get(i, _MISSING)
         if v is _MISSING:
-            line = self.parts[i].strip()
+            if i < HEAD_LINES:
+                start, end, _last = self.span(i)  # type: ignore[misc]
+                line = self.data[start:end].strip()
+            else:
+                line = self.parts[i].strip()
             v = NOT_DECODED
             if line[:1] == b"{":
                 try:

@@ -51,13 +51,16 @@ def kind_of_lines(data: bytes) -> tuple[str | None, str]:
 def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
     """:func:`kind_of_lines` of a head already cut into lines (:meth:`Probe.lines`,
     whose decoded lines other formats' sniffs share)."""
-    n = len(head.parts)
-    if head.complete and not head.data.endswith(b"\n") and n > 1:
-        n -= 1  # a cut last line
     transport = 0
     seen = 0
     value = head.value
-    for i in range(min(n, SNIFF_LINES)):
+    span = head.span  # lines found as they are asked for: most files decide on their first line
+    for i in range(SNIFF_LINES):
+        got = span(i)
+        if got is None:
+            break
+        if got[2] and i and got[0] < got[1]:
+            break  # a cut last line (the head's last part, after a newline, with no newline of its own)
         row = value(i)
         if row is NOT_DECODED:
             continue

@@ -76,11 +76,15 @@ def shape_of(head: HeadLines) -> str | None:
     ``exec``, ``exec-legacy``), or None. Lines that do not decode are skipped
     (a bad first line must not hide a session). ``head``: the file's first
     :data:`_HEAD` bytes as the probe's shared lines (:meth:`Probe.lines`)."""
-    n = len(head.parts)
-    if head.complete and n > 1 and len(head.data) >= _HEAD:
-        n -= 1  # the last one may be cut by the head
+    full = len(head.data) >= _HEAD
     value = head.value
-    for i in range(min(n, 40)):
+    span = head.span
+    for i in range(40):
+        got = span(i)
+        if got is None:
+            break
+        if got[2] and i and full:
+            break  # the last one may be cut by the head
         v = value(i)
         if v is NOT_DECODED:
             continue
