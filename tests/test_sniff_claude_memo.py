@@ -72,3 +72,32 @@ def test_folder_answers_are_kept_per_probe(tmp_path):
     assert layout.session_root(proj, Probe()) == (proj / "S.jsonl", "a project folder holding one session, S.jsonl")
     assert layout.session_root(proj / "S", Probe()) == (proj / "S.jsonl", "the companion folder of S.jsonl")
     assert layout.session_root(proj / "S" / "subagents", Probe()) == (proj / "S.jsonl", "inside the companion folder of S.jsonl")
+
+
+def test_a_file_is_decided_once_per_discovery(tmp_path, monkeypatch):
+    """Inside shared listings (one discovery) every probe gets the first one's verdict on a file
+    without reading its head; outside, each probe reads it; a released folder is read again."""
+    from trajkit.reading import fs, io, tree
+
+    proj, _expected = _tree(tmp_path)
+    f = proj / "T.jsonl"
+    reads: list[str] = []
+    real = io.head
+    monkeypatch.setattr("trajkit.reading.probe._head", lambda p, n: reads.append(p) or real(p, n))
+    want = layout.file_kind(f, Probe())
+    assert want == ("transcript", "a 'user' line with a message object holding content")
+    assert len(reads) == 1
+    assert layout.file_kind(f, Probe()) == want and len(reads) == 2  # outside: every probe reads
+    with tree.shared_listings():
+        assert [layout.file_kind(f, Probe()) for _ in range(3)] == [want] * 3
+        assert len(reads) == 3  # once
+        tree.release(str(proj))
+        assert layout.file_kind(f, Probe()) == want and len(reads) == 4  # forgotten with the folder
+        f.write_bytes(b'{"type": "other"}\n')  # within one discovery the tree is taken as it was
+        assert layout.file_kind(f, Probe()) == want and len(reads) == 4
+        with fs.mounted(fs.MemoryTree(str(tmp_path / "m.zip"), [("x.jsonl", ROW, 0.0)])):
+            m = str(tmp_path / "m.zip" / "x.jsonl")
+            assert layout.file_kind(m, Probe()) == want
+            assert layout.file_kind(m, Probe()) == want
+            assert reads[-2:] == [m, m]  # a mounted archive's files are never kept
+    assert layout.file_kind(f, Probe()) == (None, "a line of type 'other'")

@@ -34,6 +34,10 @@ _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = c
 _folders: contextvars.ContextVar[dict[str, "Folder"] | None] = contextvars.ContextVar("trajkit_folders", default=None)
 #: the real paths of folders :func:`realpath` resolved
 _reals: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("trajkit_reals", default=None)
+#: answers about a folder's files that depend only on their bytes, per folder (:func:`file_answers`)
+_answers: contextvars.ContextVar[dict[str, dict[str, dict]] | None] = contextvars.ContextVar(
+    "trajkit_file_answers", default=None
+)
 
 
 @contextlib.contextmanager
@@ -45,12 +49,34 @@ def shared_listings() -> Iterator[None]:
     token = _listings.set({})
     token_f = _folders.set({})
     token_r = _reals.set({})
+    token_a = _answers.set({})
     try:
         yield
     finally:
+        _answers.reset(token_a)
         _reals.reset(token_r)
         _folders.reset(token_f)
         _listings.reset(token)
+
+
+def file_answers(folder: str, what: str) -> dict[str, object] | None:
+    """Inside :func:`shared_listings`: a dict, by file name, of the answers
+    called ``what`` about the files of ``folder`` that depend only on their
+    bytes (a sniff's verdict on a file's head). It lives as long as the
+    folder's shared listing, so the walks of one discovery that each ask the
+    same of a file (a format's ``find_sessions``, the sniff of the folder
+    around it, its own sniff) read and decide it once. None outside, or while
+    an archive is mounted."""
+    cache = _answers.get()
+    if cache is None or _mounted() is not None:
+        return None
+    per = cache.get(folder)
+    if per is None:
+        per = cache[folder] = {}
+    got = per.get(what)
+    if got is None:
+        got = per[what] = {}
+    return got
 
 
 _DIR, _FILE, _OTHER, _LINK = 0, 1, 2, 3
@@ -152,7 +178,7 @@ def scandir(path: str | os.PathLike) -> list[os.DirEntry] | list[Entry]:
 
 def release(path: str | os.PathLike) -> None:
     """Forget the shared listings of ``path`` and of every folder below it
-    that is held (a walk that has left a folder for good: the listings of a
+    that is held (and their :func:`file_answers`) (a walk that has left a folder for good: the listings of a
     big tree are most of what discovery holds). A later ask lists a folder
     again. Nothing outside :func:`shared_listings`."""
     cache = _listings.get()
@@ -160,6 +186,7 @@ def release(path: str | os.PathLike) -> None:
         return
     folders = _folders.get()
     reals = _reals.get()
+    answers = _answers.get()
     todo = [os.fspath(path)]
     while todo:  # linear in what is held: each listing is popped once, and only held folders are looked into
         p = todo.pop()
@@ -167,6 +194,8 @@ def release(path: str | os.PathLike) -> None:
             folders.pop(p, None)
         if reals:
             reals.pop(p, None)
+        if answers:
+            answers.pop(p, None)
         got = cache.pop(p, None)
         if got is None or isinstance(got, OSError):
             continue

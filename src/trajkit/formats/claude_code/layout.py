@@ -21,6 +21,7 @@ from pathlib import Path
 
 import orjson
 
+from ...reading import tree as _tree
 from ...reading.probe import HEAD_LINES, NOT_DECODED, HeadLines, Probe
 
 TRANSCRIPT = "transcript"
@@ -91,8 +92,21 @@ def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
 
 def file_kind(path: str | os.PathLike, probe: Probe) -> tuple[str | None, str]:
     """What the file at ``path`` holds (see :func:`kind_of_lines`): its
-    first 64 KiB, and up to :data:`SNIFF_BYTES` when no whole line there decides."""
+    first 64 KiB, and up to :data:`SNIFF_BYTES` when no whole line there decides.
+    Inside a discovery, decided once per file (:func:`~trajkit.reading.tree.file_answers`):
+    ``find_sessions``, the sniff of its folder and its own sniff all ask."""
     p = os.fspath(path)
+    folder, name = os.path.split(p)
+    known = _tree.file_answers(folder, "claude-code.file_kind")
+    if known is None:
+        return _file_kind(p, probe)
+    got = known.get(name)
+    if got is None:
+        got = known[name] = _file_kind(p, probe)
+    return got  # type: ignore[return-value]
+
+
+def _file_kind(p: str, probe: Probe) -> tuple[str | None, str]:
     size = 1 << 16
     data = probe.head(p, size)
     if len(data) == size:
