@@ -316,3 +316,28 @@ def test_probe_answers_what_the_file_system_says_asked_again(tmp_path):
                 assert probe.exists(p) == os.path.exists(p), p
                 if probe.absent(p):
                     assert not os.path.exists(p), p
+
+
+def test_heads_a_folder_detection_read_are_handed_to_its_walk(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    files = {"a.jsonl": b'{"x": 1}\n{"y": 2}\n', "b.json": b"{}", "big.jsonl": b'{"z": 3}\n' * 20000}
+    for name, data in files.items():
+        (d / name).write_bytes(data)
+    (tmp_path / "beside.json").write_bytes(b"[]")
+    above = Probe()
+    for name in files:
+        above.lines(d / name, 1 << 16)
+    above.head(tmp_path / "beside.json", 100)
+    below = Probe()
+    below.take_heads(above, str(d))
+    assert above.head(tmp_path / "beside.json", 100) == b"[]" and above.calls == 4  # not handed: not in d
+    for name, data in files.items():
+        p = str(d / name)
+        got = below.lines(p, 1 << 16)
+        assert got.data == data[: 1 << 16] and below.head(p, 10) == data[:10]
+        assert got.parts == data[: 1 << 16].split(b"\n", 64)
+    assert below.calls == 0  # nothing read again
+    assert below.head(str(d / "big.jsonl"), 1 << 17) == files["big.jsonl"][: 1 << 17] and below.calls == 1  # more: read
+    below.drop_heads()  # once asked, the heads go with the entry, as every head does
+    assert below.head(str(d / "a.jsonl"), 5) == files["a.jsonl"][:5] and below.calls == 2

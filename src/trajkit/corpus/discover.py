@@ -173,6 +173,8 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
             continue
         given_abs = Path(os.path.abspath(given))
         dotdot = ".." in given.parts
+        given_s = os.fspath(given_abs)
+        given_in = given_s + os.sep
         claimed: list[str] = []  # resolved roots of sessions a format listed: not walked again
         for fmt in formats():
             if fmt.find_sessions is None:
@@ -186,10 +188,12 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                     on_problem(f"{given}: {fmt.name}: cannot list sessions: {e.strerror or e}")
                 continue
             for s in listed:
-                p = _named(Path(s), given, given_abs)
+                a = os.path.abspath(s)
+                # in the caller's form: what _named says, from the strings when s lies under the root (as listed)
+                p = given / a[len(given_in):] if a.startswith(given_in) else _named(Path(s), given, given_abs)
                 # p's real path; the walks' shared listings know which of its parts are symlinks (given spelled
                 # with ".." is resolved as written: ".." after a symlink is not the folder the walks listed)
-                rp = fs.realpath(p) if dotdot else tree.realpath(os.path.abspath(s))
+                rp = fs.realpath(p) if dotdot else tree.realpath(a)
                 add(refs, RunRef(p, RUN, fmt.name, str(raw)), rp)
                 claimed.append(rp)
 
@@ -198,8 +202,6 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
         dot_names = {fp for f in formats() for fp in f.fingerprints
                      if fp.startswith(".") and "/" not in fp and not any(c in fp for c in "*?[")}
         real_given = fs.realpath(given)
-        given_s = os.fspath(given_abs)
-        given_in = given_s + os.sep
 
         def real(cs: str) -> str:
             # the walk follows no symlinked folder, so an entry's real path is the given root's plus its relative path
@@ -229,9 +231,12 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
         # the given path as written is the absolute one (the common case): an entry's Path is then its name too
         same = os.fspath(given) == given_s
 
-        def walk(d: str, dp: Path, named: Path, depth: int) -> None:
-            # d: the folder, absolute; dp: it as a Path (what sniffs take); named: it in the caller's form
+        def walk(d: str, dp: Path, named: Path, depth: int, above: Probe | None = None) -> None:
+            # d: the folder, absolute; dp: it as a Path (what sniffs take); named: it in the caller's form;
+            # above: the probe of the folder above, whose detection of d may have read heads of d's files
             probe = Probe()  # one per folder: its entries share the folder's listing, and it dies with the walk of it
+            if above is not None:
+                probe.take_heads(above, d)
             try:
                 entries = sorted(tree.scandir(d), key=lambda e: e.name)
             except OSError as e:
@@ -271,7 +276,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                         member = p.name[len(name):]  # "#ID" for a container's session, else ""
                         add(refs, RunRef(p, RUN, fmt.name, str(raw)), None if is_link else real(cs) + member)
                 elif is_dir and depth < max_depth:
-                    walk(cs, c, c if same else named / name, depth + 1)
+                    walk(cs, c, c if same else named / name, depth + 1, probe)
                 probe.drop_heads()
                 if on_skip and depth == 1 and added[0] == before and not (claimed and is_claimed(cs)):
                     what = "folder" if is_dir else "file"

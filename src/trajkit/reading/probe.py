@@ -124,7 +124,8 @@ class Probe:
     the system-level look-ups actually made (for tests and benchmarks).
     """
 
-    __slots__ = ("_ls", "_entries", "_index", "_known", "_scans", "_st", "_heads", "_lines", "globs", "memo", "calls")
+    __slots__ = ("_ls", "_entries", "_index", "_known", "_scans", "_st", "_heads", "_lines", "_taken", "_taken_lines",
+                 "globs", "memo", "calls")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
@@ -136,6 +137,9 @@ class Probe:
         self._st: dict[str, os.stat_result | None] = {}
         self._heads: dict[str, tuple[bytes, int]] = {}
         self._lines: dict[tuple[str, int], HeadLines] = {}
+        #: heads and lines another probe read, not asked yet here (:meth:`take_heads`)
+        self._taken: dict[str, tuple[bytes, int]] = {}
+        self._taken_lines: dict[tuple[str, int], HeadLines] = {}
         #: detection's fingerprint answers, ``(directory, glob) -> bool``
         #: (several formats share a glob such as ``*.json``)
         self.globs: dict[tuple[str, str], bool] = {}
@@ -329,6 +333,17 @@ class Probe:
         self._heads.clear()
         self._lines.clear()
 
+    def take_heads(self, other: "Probe", folder: str) -> None:
+        """Take the heads ``other`` read of the files directly in ``folder``
+        (a walk going into a folder whose own detection read some of its
+        files: its entries' sniffs would read them again). They are handed
+        out once, on the first ask for each, and not dropped before."""
+        split = os.path.split
+        for p in [p for p in other._heads if split(p)[0] == folder]:
+            self._taken[p] = other._heads.pop(p)
+        for k in [k for k in other._lines if split(k[0])[0] == folder]:
+            self._taken_lines[k] = other._lines.pop(k)
+
     def whole(self, path: str | os.PathLike, cap: int) -> bytes | None:
         """The complete bytes of a file whose head was read already and held
         all of it (a file shorter than the head read), when non-empty and at
@@ -347,6 +362,10 @@ class Probe:
         least 64 KiB is read once and kept, and shorter asks are slices of it."""
         p = os.fspath(path)
         got = self._heads.get(p)
+        if got is None and self._taken:
+            got = self._taken.pop(p, None)
+            if got is not None:
+                self._heads[p] = got
         if got is not None:
             data, asked = got
             if asked >= n or len(data) < asked:  # enough, or the whole file
@@ -364,7 +383,10 @@ class Probe:
         p = os.fspath(path)
         got = self._lines.get((p, n))
         if got is None:
-            got = self._lines[(p, n)] = HeadLines(self.head(p, n))
+            got = self._taken_lines.pop((p, n), None) if self._taken_lines else None
+            if got is None or len(got.data) != len(self.head(p, n)):  # taken lines are of the head taken with them
+                got = HeadLines(self.head(p, n))
+            self._lines[(p, n)] = got
         return got
 
 
