@@ -22,6 +22,8 @@ import pytest
 from conftest import CORPUS, REPO
 from trajkit.formats.codex import detect as codex_detect
 from trajkit.formats.gemini_cli import detect as gemini_detect
+from trajkit.formats.opencode import layout as opencode_layout
+from trajkit.formats.opencode import sniff as opencode_sniff
 from trajkit.formats.openhands_eval import detect as eval_detect
 from trajkit.reading.probe import NOT_DECODED, HeadLines, Probe, has_u_escape
 from trajkit.registry import Match, Reject
@@ -73,6 +75,12 @@ HARD: dict[str, bytes] = {
     "cloud-escaped.json": b'{"c\\u006fnversation": {"id": "c"}, "events": []}',
     "cloud-big.json": b'{"conversation": {"id": "c"}, "events": [' + b",".join([b'{"x": "' + b"a" * 200 + b'"}'] * 400) + b"]}",
     "cloud-events-only.json": _line({"events": [], "title": "conversation"}),
+    # opencode: an event stream, an export, an export after the CLI's "Exporting session" line; near misses
+    "opencode-events.jsonl": b'{"type":"step_start","timestamp":1,"sessionID":"ses_1","part":{"id":"p"}}\n',
+    "opencode-export.json": b'{"info": {"id": "ses_1"}, "messages": [{"info": {"role": "user"}, "parts": []}]}',
+    "opencode-export-captured.txt": b'Exporting session: ses_1\n{"info": {}, "messages": [{"info": {"role": "user"}, "parts": [{"type": "text"}]}]}',
+    "opencode-near.json": b'{"info": {}, "messages": [], "partial": true, "role": "user"}',
+    "opencode-events-late.jsonl": b'{"type":"text","sessionID":"s"' + b' ' * 5000 + b',"part":{}}\n',
     # no JSON at all, or nothing
     "binary.jsonl": bytes(range(256)) * 4,
     "empty.jsonl": b"",
@@ -94,6 +102,7 @@ CASES = [
     (codex_detect, "may_have_shape", codex_detect.sniff, "*.jsonl"),
     (gemini_detect, "_may_match", gemini_detect.sniff, "*.json"),
     (eval_detect, "_may_be_cloud", eval_detect.sniff_cloud, "*.json"),
+    (opencode_layout, "_may_be_opencode", opencode_sniff, "*.json"),
 ]
 
 
@@ -121,6 +130,7 @@ def test_precheck_never_changes_the_answer(tmp_path, monkeypatch, corpus, module
         "_may_match": ["session-g.json", "session-g.jsonl", "gemini-damaged-first.jsonl", "gemini-user-only.jsonl",
                        "gemini-escaped-hash.jsonl", "gemini-messages.json", "bom-gemini.json", "two-formats.jsonl"],
         "_may_be_cloud": ["cloud.json", "cloud-escaped.json", "cloud-big.json"],
+        "_may_be_opencode": ["opencode-events.jsonl", "opencode-export.json", "opencode-export-captured.txt"],
     }[precheck]
     assert sorted(n for n, o in hard.items() if o[0] == "match") == sorted(expect)
 

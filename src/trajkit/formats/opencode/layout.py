@@ -33,6 +33,13 @@ def _is_storage(probe: Probe, d: Path | str) -> bool:
     return "session" in dirs and ("message" in dirs or "part" in dirs)
 
 
+def _may_be_opencode(s: bytes) -> bool:
+    """False when :func:`_head_kind` is certainly None for the text ``s``: an
+    event line names ``"part"`` and an export ``"parts"``, so both hold
+    ``"part``. One search where another harness's file took two."""
+    return b'"part' in s
+
+
 def _head_kind(probe: Probe, path: Path | str) -> str | None:
     """``export`` / ``events`` when a file's first bytes look like one."""
     head = probe.head(path, _HEAD)
@@ -42,6 +49,8 @@ def _head_kind(probe: Probe, path: Path | str) -> str | None:
         if nl < 0 or not s.startswith(b"Exporting session"):
             return None
         s = s[nl + 1:].lstrip()
+    if not _may_be_opencode(s):
+        return None
     if s.startswith(b"{") and b'"sessionID"' in s[:4096] and b'"part"' in s[:4096] and (
             b'"type":"step_start"' in s[:4096] or b'"type":"text"' in s[:4096] or b'"type":"tool_use"' in s[:4096]
             or b'"type":"step_finish"' in s[:4096] or b'"type":"reasoning"' in s[:4096]):
