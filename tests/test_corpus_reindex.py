@@ -15,6 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
+import orjson
 import pyarrow.parquet as pq
 import pytest
 
@@ -358,3 +359,107 @@ def test_the_helper_is_reaped_when_the_build_fails(tree: Path, tmp_path: Path, m
     assert len(forked) == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(forked[0], os.WNOHANG)  # reaped already
+
+
+def test_the_discovery_file_is_the_json_of_what_it_remembers(tree: Path, tmp_path: Path):
+    # the runs of a walked ROOT are written as they are found (one buffer a ROOT): the file is byte for byte
+    # what the JSON encoder writes for the document it holds, names that need escaping included
+    shutil.copy(tree / "flat" / "basic.json", tree / "flat" / 'quote"back\\slash-é.json')
+    _age(tree)
+    other = tmp_path / "other" / "more"
+    shutil.copytree(tree / "sdk", other)
+    _age(other)
+    out = tmp_path / "idx"
+    r = build([str(tree), str(other)], out, engine="serial", batch_size=1)
+    raw = (out / DISCOVERY).read_bytes()
+    doc = json.loads(raw)
+    assert raw == orjson.dumps(doc)
+    assert list(doc) == ["format", "stamp", "roots"]
+    assert [list(e) for e in doc["roots"].values()] == [["tree", "root", "units", "problems"]] * 2
+    first, second = doc["roots"].values()
+    assert {"runs/" + rel for rel, _a in first["units"]} == _expected(tree) and len(first["units"]) == 8
+    assert {rel for rel, _a in second["units"]} == {p.name for p in other.iterdir()}
+    assert all(a is False for _rel, a in first["units"] + second["units"])
+    assert r.found == 8 + len(second["units"])
+    # and read back, it is trusted: nothing is walked again
+    again = build([str(tree), str(other)], out, engine="serial", batch_size=1)
+    assert (again.found, again.indexed) == (r.found, 0)
+    assert (out / DISCOVERY).read_bytes() == raw
+
+
+@pytest.mark.parametrize("remembered", [False, True])
+def test_two_roots_of_one_name_give_each_run_once(tree: Path, tmp_path: Path, remembered: bool,
+                                                  monkeypatch: pytest.MonkeyPatch):
+    # the sources of runs under two ROOTs of one name (``runs/...``) can meet: each is indexed once, the first
+    # ROOT's; a ROOT given twice too. ROOTs of other names are never compared (their sources cannot meet)
+    twin = tmp_path / "b" / "runs"
+    shutil.copytree(tree / "flat", twin / "flat")
+    (twin / "flat" / "basic.json").unlink()
+    (twin / "flat" / "only-here.json").write_bytes((tree / "flat" / "basic.json").read_bytes())
+    _age(twin)
+    roots = [str(tree), str(twin), str(tree)]
+    out = tmp_path / "idx"
+    if remembered:  # each ROOT's runs from _discovery.json (the digest matches), not from a walk
+        build(roots, out, engine="serial", batch_size=1)
+        for d in (*index_mod.TABLES, index_mod.MANIFESTS):  # the index starts again; the discovery cache stays
+            shutil.rmtree(out / d, ignore_errors=True)
+        _no_discovery(monkeypatch)
+    r = build(roots, out, engine="serial", batch_size=1)
+    expected = _expected(tree) | {"runs/flat/only-here.json"}
+    assert r.found == r.indexed == len(expected) == 8
+    sources = [row["source"] for f in index_mod.live_files(out)["runs"] for row in pq.read_table(f).to_pylist()]
+    assert sorted(sources) == sorted(expected)
+
+
+def test_discovery_walks_in_a_process_of_its_own_and_finds_the_same(tree: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    # with the process engine the walks run in a forked process (what discovery holds is not the driver's): the
+    # runs it sends, the problems and the remembered discovery are those of a walk in the driver (serial engine)
+    walkers = tmp_path / "walkers.txt"
+    real = discover_mod.discover
+
+    def recorded(paths, *a, **k):
+        with open(walkers, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return real(paths, *a, **k)
+
+    monkeypatch.setattr(discover_mod, "discover", recorded)
+    (tree / "flat" / "notes.txt").write_text("not a run")
+    _age(tree)
+    seen: dict[str, list[str]] = {}
+    for engine, jobs in (("serial", 1), ("process", 2)):
+        out = tmp_path / engine
+        problems: list[str] = []
+        r = build([str(tree), str(tmp_path / "missing")], out, engine=engine, jobs=jobs, batch_size=2,
+                  on_problem=problems.append)
+        assert r.found == r.indexed == 7
+        seen[engine] = [walkers.read_text(), (out / DISCOVERY).read_bytes(), sorted(_runs(out).items()), problems]
+        walkers.unlink()
+    assert seen["serial"][0] == f"{os.getpid()}\n" * 2  # one walk a ROOT, here
+    pids = seen["process"][0].split()
+    assert len(pids) == 2 and len(set(pids)) == 1 and pids[0] != str(os.getpid())
+    assert seen["serial"][1:] == seen["process"][1:]
+
+
+def test_a_discovery_process_that_fails_fails_the_build(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    real_fork = os.fork
+    forked: list[int] = []
+
+    def fork():
+        pid = real_fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    def broken(*a, **k):
+        raise RuntimeError("the walk broke")
+
+    monkeypatch.setattr(os, "fork", fork)
+    monkeypatch.setattr(discover_mod, "discover", broken)
+    with pytest.raises(index_mod.IndexError_, match="RuntimeError: the walk broke"):
+        build([str(tree)], tmp_path / "idx", engine="process", jobs=2)
+    assert forked
+    for pid in forked:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped already
+    assert not (tmp_path / "idx" / DISCOVERY).exists()

@@ -189,12 +189,18 @@ def _prune(out: Path, manifests: list[dict[str, Any]]) -> int:
 
 # ---------------------------------------------------------------- units
 
+def _root_name(raw: str) -> str:
+    """The name a ROOT gives its runs' sources (``NAME/REL``): its folder's own name."""
+    given = os.path.abspath(os.fspath(raw))
+    return os.path.basename(given.rstrip(os.sep)) or given
+
+
 def unit_of(ref: Any, raw: str) -> Unit:
     """The :class:`Unit` of a found run (or archive) under the ROOT ``raw`` (as given)."""
     from .discover import ARCHIVE
 
     given = os.path.abspath(os.fspath(raw))
-    name = os.path.basename(given.rstrip(os.sep)) or given
+    name = _root_name(raw)
     p = os.path.abspath(os.fspath(ref.path))
     rel = "." if p == given else os.path.relpath(p, given).replace(os.sep, "/")
     source = name if rel == "." else f"{name}/{rel}"
@@ -624,6 +630,67 @@ def _root_digest(raw: str, rels: Iterable[str], meanwhile: Callable[[], None] | 
     return None if digest is None else (digest, walk)
 
 
+def _fork_discovery(roots: list[str], lock_fd: int | None = None) -> tuple[int, int] | None:
+    """Fork a process that walks ``roots`` (:func:`~trajkit.corpus.discover.discover`, one after the
+    other) and sends what it finds as JSON lines through a pipe (:func:`_records`): ``[0, rel, archive]``
+    a run, ``[1, message]`` a problem, ``[2]`` the end of a ROOT, ``[3, error]`` a walk that raised.
+    (pid, read end), or None when no process could be started (the walks then run in the driver).
+    ``lock_fd``: the writer lock, closed in the process (a driver killed meanwhile leaves no lock held)."""
+    import warnings
+
+    r, w = os.pipe()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # (see _fork_walk: no thread of ours runs yet)
+            pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the discovery process: never returns
+        code = 1
+        try:
+            os.close(r)
+            if lock_fd is not None:
+                os.close(lock_fd)
+            with os.fdopen(w, "wb", buffering=1 << 14) as f:
+                try:
+                    import importlib
+
+                    discover_mod = importlib.import_module(".discover", __package__)  # (the package names the function so)
+
+                    for raw in roots:
+                        def found(ref: Any, raw: str = raw) -> None:
+                            u = unit_of(ref, raw)
+                            f.write(dumps([0, u.rel, u.archive], indent=False) + b"\n")
+
+                        def problem(msg: str) -> None:
+                            f.write(dumps([1, msg], indent=False) + b"\n")
+
+                        discover_mod.discover([raw], archives=True, on_problem=problem, on_found=found, collect=False)
+                        f.write(b"[2]\n")
+                        f.flush()  # the readers start on a ROOT's runs as they come; its end, at once
+                except Exception as e:
+                    f.write(dumps([3, f"{type(e).__name__}: {e}"], indent=False) + b"\n")
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _records(child: tuple[int, int]) -> Iterable[list[Any]]:
+    """What the discovery process sends, record by record (see :func:`_fork_discovery`); a walk that
+    raised there raises here."""
+    f = os.fdopen(os.dup(child[1]), "rb", buffering=1 << 14)
+    with f:
+        for line in f:
+            rec, _ = loads(line)
+            if rec[0] == 3:
+                raise IndexError_(f"discovery failed: {rec[1]}")
+            yield rec
+
+
 def _cache_key(raw: str) -> str:
     # the folder itself, however it is written (relative, trailing slash, through a symlink): the runs
     # are remembered by their path relative to it and named again in the form written this time
@@ -674,10 +741,86 @@ def load_discovery(out: Path) -> _Discovery | None:
     return _Discovery(doc.get("stamp"), {k: e for k, e in roots.items() if sound(e)})
 
 
-def save_discovery(out: Path, walked: dict[str, dict[str, Any]]) -> None:
-    """Remember what discovery found under each ROOT (a cache: losing it only costs a walk)."""
-    doc = {"format": DISCOVERY_FORMAT, "stamp": _discovery_stamp(), "roots": walked}
-    write_atomic(out / DISCOVERY, dumps(doc, indent=False), durable=False)
+class _Walked:
+    """What one walk of a ROOT finds, as it finds it: its runs as the JSON text
+    of their ``[rel, archive]`` list (what ``_discovery.json`` keeps), and
+    where each one ends in it.
+
+    The index reads the runs from here (:meth:`take`) while the walk goes on:
+    a run costs the driver some 40 bytes of one buffer until the ROOT's walk
+    is over, not a :class:`Unit` or a list per run, and the walk is never held
+    back by the readers (a walk held back holds the listings of every folder
+    it has yet to walk: most of what a big tree's discovery holds).
+    ``tree``: the ROOT's digest (None: not remembered)."""
+
+    __slots__ = ("tree", "root", "units", "problems", "ends", "done", "cond")
+
+    def __init__(self, tree: str | None, root: str, problems: list[str], cond: Any = None) -> None:
+        from array import array
+
+        self.tree, self.root, self.problems = tree, root, problems
+        self.units = bytearray(b"[")
+        self.ends = array("Q")  # the end of each run's text in units
+        self.done = False  # the walk is over
+        self.cond = cond  # notified as runs are added (a threading.Condition), or None
+
+    def add(self, rel: str, archive: bool) -> None:
+        text = dumps([rel, archive], indent=False)
+        cond = self.cond
+        if cond is None:
+            self._add(text)
+            return
+        with cond:
+            self._add(text)
+            cond.notify()
+
+    def _add(self, text: bytes) -> None:
+        if self.ends:
+            self.units += b","
+        self.units += text
+        self.ends.append(len(self.units))
+
+    def finish(self) -> None:
+        cond = self.cond
+        if cond is None:
+            self.done = True
+            return
+        with cond:
+            self.done = True
+            cond.notify()
+
+    def take(self, at: int, most: int) -> list[list[Any]] | None:
+        """The runs from the ``at``-th on (at most ``most``) as ``[rel, archive]`` lists, once there is one;
+        None when the walk is over and none is left. Waits for the walk."""
+        cond = self.cond
+        with cond:
+            while len(self.ends) <= at and not self.done:
+                cond.wait()
+            n = len(self.ends)
+            if n <= at:
+                return None
+            last = min(n, at + most)
+            text = b"[" + self.units[self.ends[at - 1] + 1 if at else 1:self.ends[last - 1]] + b"]"
+        got, _ = loads(text)
+        return got
+
+    def json(self) -> bytes:
+        """The entry as :func:`dumps` writes the dict ``{"tree", "root", "units", "problems"}``."""
+        return b"".join((b'{"tree":', dumps(self.tree, indent=False), b',"root":', dumps(self.root, indent=False),
+                         b',"units":', self.units, b"]", b',"problems":', dumps(self.problems, indent=False), b"}"))
+
+
+def save_discovery(out: Path, walked: dict[str, Any]) -> None:
+    """Remember what discovery found under each ROOT (a cache: losing it only costs a walk).
+    ``walked``: per ROOT (:func:`_cache_key`) a :class:`_Walked`, or the entry read back (a dict)."""
+    parts = [b'{"format":', dumps(DISCOVERY_FORMAT, indent=False), b',"stamp":', dumps(_discovery_stamp(), indent=False),
+             b',"roots":{']
+    for i, (k, e) in enumerate(walked.items()):
+        parts.append(b"," if i else b"")
+        parts.append(dumps(k, indent=False) + b":")
+        parts.append(e.json() if isinstance(e, _Walked) else dumps(e, indent=False))
+    parts.append(b"}}")
+    write_atomic(out / DISCOVERY, b"".join(parts), durable=False)
 
 
 class _Found:
@@ -690,24 +833,44 @@ class _Found:
     are counted in :attr:`unchanged` (:meth:`again` gives back the ones whose
     batch was superseded since). ``skipped``: the caller's list of the yielded
     runs it found unchanged, to keep :meth:`again` in the order runs were found.
+
+    A walked ROOT's runs are read from the buffer its walk fills (:class:`_Walked`),
+    so the walk never waits for the readers. With ``fork`` the walks run in a
+    forked process (:func:`_fork_discovery`) and the thread only fills the
+    buffers from what it sends: the listings and paths discovery holds while it
+    walks (some 7 MB on 10,000 runs) are never the driver's. What the driver
+    holds for the corpus is then ~50 bytes a run of these buffers (kept for
+    ``_discovery.json``), and the sources of ROOTs sharing one name (``twins``).
     """
 
     _END = object()
 
     def __init__(self, roots: list[str], have: dict[str, tuple[int, float, str]], dead: set[str],
                  on_problem: Callable[[str], None] | None, on_found: Callable[[int], None] | None,
-                 cache: _Discovery | None = None, skipped: list[Unit] | None = None) -> None:
+                 cache: _Discovery | None = None, skipped: list[Unit] | None = None, fork: bool = False,
+                 lock_fd: int | None = None) -> None:
         import queue
         import threading
 
-        self.q: Any = queue.Queue(maxsize=1024)  # the walk runs ahead of the readers, not the whole corpus ahead
+        # each ROOT's runs as one hand-over: its remembered list (_Remembered) or the buffer its walk fills (_Walked)
+        self.q: Any = queue.Queue()
+        self.cond = threading.Condition()  # a walk notifies it as it finds runs
+        self.reading: tuple[_Walked, _Remembered, int] | None = None  # the walk being read: (it, its ROOT, next run)
         self.have, self.dead = have, dead
         self.cache: dict[str, dict[str, Any]] = {}  # the remembered roots, once their stamp is checked
         self.ready: list[Unit] = []  # units handed over as a list, still to be yielded (last first)
-        self.walked: dict[str, dict[str, Any]] = {}  # what each root's discovery found, for the next run
+        self.walked: dict[str, Any] = {}  # what each root's discovery found, for the next run (save_discovery)
         self.walked_again = False  # some root was not remembered (or changed): discovery walked it
         self.on_problem, self.on_found = on_problem, on_found
-        self.sources: set[str] = set()
+        # a run found twice, under one name, comes from two ROOTs of one name (a source is the ROOT's name and
+        # the path below it): only such ROOTs' sources are kept to see it, not one string per run of the corpus
+        from collections import Counter
+
+        names = [_root_name(raw) for raw in roots]
+        many = Counter(names)
+        self.twins = {os.fspath(raw) for raw, name in zip(roots, names) if many[name] > 1}
+        self.sources: set[str] = set()  # the sources found under the twins so far
+        self.unseen: set[str] = set(have)  # the index's runs not found (yet): they vanished, once the walk is over
         self.count = 0
         self.unchanged = 0  # runs of remembered roots found unchanged, not yielded
         self.skipped = skipped if skipped is not None else []
@@ -728,19 +891,37 @@ class _Found:
             hit = cache.roots.get(_cache_key(raw)) if cache is not None else None  # (only says which keys to take)
             digests.append(_root_digest(raw, (rel for rel, _a in hit["units"]) if hit else (), trust))
         trust()
+        # which ROOTs are remembered unchanged, and which discovery walks
+        self.hits: list[dict[str, Any] | None] = []
+        for raw, got in zip(roots, digests):
+            hit = self.cache.get(_cache_key(raw))
+            if got is not None and hit is not None and hit.get("tree") == got[0] and (
+                    hit["root"] == raw or not hit["problems"]):  # (a problem quotes the ROOT as written)
+                self.hits.append(hit)
+            else:
+                self.hits.append(None)
+        # the walks in a process of their own when asked (and possible): what discovery holds while it walks (every
+        # folder's listing, the paths it has seen) is then never the driver's, which only receives the runs
+        walks = [raw for raw, hit in zip(roots, self.hits) if hit is None]
+        self.child = _fork_discovery(walks, lock_fd) if fork and walks and _can_fork() else None
         self.thread = threading.Thread(target=self._walk, args=(roots, digests), daemon=True, name="trajkit-discover")
         self.thread.start()
+
+    def close(self) -> None:
+        """Stop the discovery process, if one is still walking (the build ended early)."""
+        child, self.child = self.child, None
+        if child is not None:
+            _reap(child)
 
     def _walk(self, roots: list[str], digests: list[tuple[str, _Walk] | None]) -> None:
         from .discover import discover
 
+        records = _records(self.child) if self.child is not None else None
         try:
-            for raw, got in zip(roots, digests):
+            for raw, got, hit in zip(roots, digests, self.hits):
                 digest, walk = got if got is not None else (None, None)  # taken before discovery: a change during it shows next time
                 key = _cache_key(raw)
-                hit = self.cache.get(key)
-                if digest is not None and hit is not None and hit.get("tree") == digest and (
-                        hit["root"] == raw or not hit["problems"]):  # (a problem quotes the ROOT as written)
+                if hit is not None:
                     # nothing under the root changed since that walk: its runs, without detecting again, and
                     # their change keys from the digest's own stats
                     for problem in hit.get("problems") or []:
@@ -750,31 +931,56 @@ class _Found:
                     self.walked[key] = hit
                     continue
                 self.walked_again = True
-                found_units: list[list[Any]] = []
                 problems: list[str] = []
+                entry = _Walked(digest, raw, problems, self.cond)
+                self.q.put(entry)  # its runs are read from it as they are found
 
-                def found(ref: Any, raw: str = raw, found_units: list[list[Any]] = found_units) -> None:
+                def found(ref: Any, raw: str = raw, entry: _Walked = entry) -> None:
                     u = unit_of(ref, raw)
-                    if digest is not None:
-                        found_units.append([u.rel, u.archive])  # the rest follows from the ROOT (_unit_at)
-                    self.q.put(u)
+                    entry.add(u.rel, u.archive)  # the rest follows from the ROOT (_Remembered.unit)
 
                 def problem(msg: str, problems: list[str] = problems) -> None:
                     problems.append(msg)
                     if self.on_problem is not None:
                         self.on_problem(msg)
 
-                discover([raw], archives=True, on_problem=problem, on_found=found, collect=False)
+                try:
+                    if records is None:
+                        discover([raw], archives=True, on_problem=problem, on_found=found, collect=False)
+                    else:
+                        for rec in records:  # this ROOT's, as the discovery process sends them
+                            if rec[0] == 0:
+                                entry.add(rec[1], rec[2])
+                            elif rec[0] == 1:
+                                problem(rec[1])
+                            else:
+                                break
+                        else:
+                            raise IndexError_("the discovery process ended before its walk did")
+                finally:
+                    entry.finish()
                 if digest is not None:
-                    self.walked[key] = {"tree": digest, "root": raw, "units": found_units, "problems": problems}
-        except BaseException as e:  # pragma: no cover - surfaced in the consumer
+                    self.walked[key] = entry
+            if records is not None:
+                self._join()
+        except BaseException as e:  # surfaced in the consumer
             self.error = e
         finally:
             self.q.put(self._END)
 
+    def _join(self) -> None:
+        child, self.child = self.child, None
+        if child is not None:
+            os.close(child[1])
+            try:
+                os.waitpid(child[0], 0)
+            except ChildProcessError:  # pragma: no cover - reaped elsewhere
+                pass
+
     def _remembered(self, rem: _Remembered) -> None:
         """Sort a remembered root's runs: unchanged ones are only counted, the others queued in :attr:`ready`."""
-        sources, have, dead = self.sources, self.have, self.dead
+        have, dead, unseen = self.have, self.dead, self.unseen
+        sources = self.sources if os.fspath(rem.written) in self.twins else None
         keys = rem.walk.keys  # type: ignore[union-attr]
         name, prefix = rem.name, rem.name + "/"
         kept: list[int] = []
@@ -782,14 +988,17 @@ class _Found:
         count = self.count
         for i, (rel, _archive) in enumerate(rem.units):
             src = name if rel == "." else prefix + rel
-            if src in sources:  # found twice (two ROOTs naming one run under one name)
-                continue
-            sources.add(src)
+            if sources is not None:
+                if src in sources:  # found twice (two ROOTs naming one run under one name)
+                    continue
+                sources.add(src)
             count += 1
             k = keys.get(rel)
             if k is None and "#" in rel:
                 k = rem.walk.key(rel)  # type: ignore[union-attr]
             h = have.get(src)
+            if h is not None:
+                unseen.discard(src)
             if h is not None and h[2] not in dead:
                 if k is not None and h[0] == k[0] and h[1] == k[1]:
                     kept.append(i)
@@ -826,34 +1035,63 @@ class _Found:
                         out.append(rem.unit(i, rem.walk.key(rel)))  # type: ignore[union-attr]
         return out
 
+    #: Runs taken from a walk's buffer at a time (as Units, in :attr:`ready`).
+    TAKE = 256
+
+    def _walked(self, entry: _Walked, rem: _Remembered, at: int) -> bool:
+        """Take the next runs of a walk into :attr:`ready` (False: the walk is over and read)."""
+        got = entry.take(at, self.TAKE)
+        if got is None:
+            return False
+        self.reading = (entry, rem, at + len(got))
+        have, dead, unseen, on_found = self.have, self.dead, self.unseen, self.on_found
+        sources = self.sources if rem.written in self.twins else None
+        given, name, prefix, root = rem.given, rem.name, rem.name + "/", rem.written
+        join, normpath = os.path.join, os.path.normpath
+        todo: list[Unit] = []
+        count = self.count
+        for rel, archive in got:
+            src = name if rel == "." else prefix + rel
+            if sources is not None:
+                if src in sources:  # found twice (two ROOTs naming one run under one name)
+                    continue
+                sources.add(src)
+            count += 1
+            if on_found is not None and count % 256 == 0:
+                on_found(count)
+            path = given if rel == "." else normpath(join(given, rel))
+            h = have.get(src)
+            if h is not None:
+                unseen.discard(src)
+                if h[2] not in dead:
+                    todo.append(Unit(path=path, source=src, root=root, rel=rel, archive=archive, prev=(h[0], h[1])))
+                    continue
+            todo.append(Unit(path=path, source=src, root=root, rel=rel, archive=archive))
+        self.count = count
+        self.ready = todo[::-1]
+        return True
+
     def __iter__(self) -> "_Found":
         return self
 
     def __next__(self) -> Unit:
         while True:
             if self.ready:
-                u = self.ready.pop()
-            else:
-                u = self.q.get()
-                if u is self._END:
-                    self.done = True
-                    if self.error is not None:
-                        raise self.error
-                    raise StopIteration
-                if isinstance(u, _Remembered):  # a remembered root's runs, handed over at once
-                    self._remembered(u)
-                    continue
-                if u.source in self.sources:  # found twice (two ROOTs naming one run under one name)
-                    continue
-                self.sources.add(u.source)
-                self.count += 1
-                if self.on_found is not None and self.count % 256 == 0:
-                    self.on_found(self.count)
-                h = self.have.get(u.source)
-                if h is not None and h[2] not in self.dead:
-                    return Unit(path=u.path, source=u.source, root=u.root, rel=u.rel, size=u.size, mtime=u.mtime,
-                                archive=u.archive, prev=(h[0], h[1]))
-            return u
+                return self.ready.pop()
+            if self.reading is not None:
+                if not self._walked(*self.reading):
+                    self.reading = None
+                continue
+            u = self.q.get()
+            if u is self._END:
+                self.done = True
+                if self.error is not None:
+                    raise self.error
+                raise StopIteration
+            if isinstance(u, _Remembered):  # a remembered root's runs, handed over at once
+                self._remembered(u)
+            else:  # a root being walked: its runs are read from its buffer as they come
+                self.reading = (u, _Remembered(os.fspath(u.root), []), 0)
 
 
 # ---------------------------------------------------------------- writing
@@ -1153,7 +1391,7 @@ def build(
     outp = Path(out)
     res = IndexResult(out=str(outp), engine=engine, jobs=jobs or default_jobs())
     started = time.perf_counter()
-    with WriterLock(outp):
+    with WriterLock(outp) as lock:
         manifests, problems = load_manifests(outp)
         res.problems.extend(problems)
         h = options_hash(options)
@@ -1232,7 +1470,9 @@ def build(
                 if on_progress is not None:
                     on_progress(done)
 
-        found = _Found(list(roots), have, dead, on_problem, on_discovered, load_discovery(outp), skipped)
+        # discovery walks in a process of its own beside the engine's workers (not for the serial engine: one process)
+        fork = engine != "serial" and res.jobs > 1
+        found = _Found(list(roots), have, dead, on_problem, on_discovered, load_discovery(outp), skipped, fork, lock.fd)
         ended = [False]
 
         def stream() -> Iterable[Unit]:
@@ -1264,8 +1504,9 @@ def build(
                 save_discovery(outp, found.walked)  # (unchanged when every ROOT was remembered and no other one is)
             res.found = found.count
             # runs that vanished: their batches go; runs found unchanged in a superseded batch are read again
+            unseen = found.unseen
             for src, (_, _, batch) in have.items():
-                if src not in found.sources:
+                if src in unseen:
                     supersede(batch)
             again = found.again()
             if again:
@@ -1276,6 +1517,8 @@ def build(
             if writer is not None:  # its temporary files go; the committed batches stay
                 writer.abort(e)
             raise
+        finally:
+            found.close()  # (a discovery process still walking when the build failed)
         res.skipped = res.found - res.indexed
         res.superseded = len(dead)
     res.seconds = time.perf_counter() - started
