@@ -653,6 +653,12 @@ def _fork_discovery(roots: list[str], lock_fd: int | None = None) -> tuple[int, 
             os.close(r)
             if lock_fd is not None:
                 os.close(lock_fd)
+            import sys
+
+            # standard streams of its own: a lock another thread of the driver held on them when it forked (a
+            # progress display's) would never be released here
+            sys.stdout = open(1, "w", closefd=False)
+            sys.stderr = open(2, "w", closefd=False)
             with os.fdopen(w, "wb", buffering=1 << 14) as f:
                 try:
                     import importlib
