@@ -1476,8 +1476,9 @@ def build(
                 if on_progress is not None:
                     on_progress(done)
 
-        # discovery walks in a process of its own beside the engine's workers (not for the serial engine: one process)
-        fork = engine != "serial" and res.jobs > 1
+        # discovery walks in a process of its own beside the process engine's workers (not for the serial engine:
+        # one process; nor for Ray, whose driver runs threads of its own once started: a fork is then no safe start)
+        fork = engine == "process" and res.jobs > 1
         found = _Found(list(roots), have, dead, on_problem, on_discovered, load_discovery(outp), skipped, fork, lock.fd)
         ended = [False]
 
