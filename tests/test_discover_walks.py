@@ -65,13 +65,15 @@ def test_folder_is_the_listing_split_by_stat(hard: Path):
         if shared:
             with tree.shared_listings():
                 got = [tree.folder(d) for d in folders]
-                assert tree.folder(folders[0]) is got[0]  # made once
+                (hard / "a" / "later").mkdir()  # made once: a name added afterwards is not seen inside the block
+                assert tree.folder(hard / "a") == got[folders.index(str(hard / "a"))]
+                (hard / "a" / "later").rmdir()
         else:
             got = [tree.folder(d) for d in folders]
         for d, g in zip(folders, got):
             assert (list(g[0]), list(g[1]), g[2], g[3]) == _facts(d), d
     a = tree.folder(hard / "a")
-    assert a[0] == ["b", "dir.jsonl", "to_b"] and a[3] == {"to_b", "to_f", "dangling"} and a[2] == {"dangling", "fifo.jsonl"}
+    assert a[0] == ("b", "dir.jsonl", "to_b") and a[3] == {"to_b", "to_f", "dangling"} and a[2] == {"dangling", "fifo.jsonl"}
 
 
 def test_folder_raises_what_scandir_raises(tmp_path: Path):
@@ -155,7 +157,7 @@ def test_released_folders_forget_their_split_and_real_path(tmp_path: Path):
         tree.release(tmp_path / "a")
         (tmp_path / "a" / "new").mkdir()
         again = tree.folder(tmp_path / "a")
-        assert again is not first and again[0] == ["b", "new"]
+        assert first[0] == ("b",) and again[0] == ("b", "new")
 
 
 # ---------------------------------------------------------------- the SDK's per-folder question
@@ -372,3 +374,39 @@ def test_sdk_walk(tmp_path: Path):
     got = _both("openhands-sdk", r, diags)
     assert got == [str(r / n) for n in ("a", "b", "bare", "deep/1/2/3/4/5/6/7")]
     assert [d.code for d in diags] == ["sdk.symlink-loop", "sdk.symlink-loop"]  # link-a (a seen) and loop (the root seen)
+
+
+# ---------------------------------------------------------------- discovery names what the walks list
+
+
+def test_discovery_names_listed_sessions_in_the_callers_spelling(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from trajkit.corpus import discover
+
+    r = tmp_path / "corpus"
+    for name in ("runs/a", "runs/b/c"):
+        (r / name).mkdir(parents=True)
+        (r / name / "i1.traj").write_text('{"trajectory": []}')
+        (r / name / "conv").mkdir()
+        (r / name / "conv" / "base_state.json").write_text("{}")
+    (tmp_path / "outside" / "conv").mkdir(parents=True)
+    (tmp_path / "outside" / "conv" / "base_state.json").write_text("{}")
+    (r / "runs" / "link").symlink_to(tmp_path / "outside")  # the SDK walk follows it: its session's real path is outside
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "to-corpus").symlink_to(r)
+    monkeypatch.chdir(tmp_path)
+    spellings = {
+        "absolute": str(r / "runs"), "relative": "corpus/runs", "trailing slash": "corpus/runs/", "dot": "./corpus/runs",
+        "via a symlink": "to-corpus/runs", "with ..": "elsewhere/../corpus/runs",
+    }
+    want = [("a/conv", "openhands-sdk"), ("a/i1.traj", "swe-agent"), ("b/c/conv", "openhands-sdk"), ("b/c/i1.traj", "swe-agent"),
+            ("link/conv", "openhands-sdk")]
+    for how, given in spellings.items():
+        refs = discover([given])
+        base = Path(given)
+        got = [(str(Path(ref.path).relative_to(base)), ref.format) for ref in refs]
+        assert got == want, how
+    # a run reached through a symlink is the run at its real path: found once, under the first root given
+    outside, runs = tmp_path / "outside", r / "runs"
+    inner = [runs / n for n in ("a/conv", "a/i1.traj", "b/c/conv", "b/c/i1.traj")]
+    assert [ref.path for ref in discover([outside, runs])] == [outside / "conv"] + inner
+    assert [ref.path for ref in discover([runs, outside])] == inner + [runs / "link" / "conv"]

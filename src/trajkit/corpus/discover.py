@@ -49,13 +49,18 @@ def _looks_like_certificate(p: Path) -> bool:
     return b"trajkit.certificate/" in head(os.fspath(p), 4096)
 
 
-def _named(found: Path, given: Path, given_abs: Path) -> Path:
-    """``found`` in the caller's form: relative to ``given`` when it lies under it."""
-    try:
-        rel = Path(os.path.abspath(found)).relative_to(given_abs)
-    except ValueError:
-        return found
-    return given / rel if rel.parts else given
+def _named(found: str | os.PathLike, found_abs: str, given: Path, given_abs: str, same: bool) -> Path:
+    """``found`` (``found_abs``: it absolute) in the caller's form: relative to
+    ``given`` (``given_abs``: it absolute; ``same``: both spelled alike) when it
+    lies under it. On strings: a listed session is named once, not parsed again."""
+    if found_abs == given_abs:
+        return given
+    inside = given_abs if given_abs.endswith(os.sep) else given_abs + os.sep
+    if not found_abs.startswith(inside):
+        return Path(found)
+    if same:  # given is the absolute path: found, absolute under it, is already in the caller's form
+        return found if isinstance(found, Path) and str(found) == found_abs else Path(found_abs)
+    return given / found_abs[len(inside):]
 
 
 def _root_is(match, cs: str) -> bool:
@@ -175,6 +180,9 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
         dotdot = ".." in given.parts
         given_s = os.fspath(given_abs)
         given_in = given_s + os.sep
+        # the given path as written is the absolute one (the common case): a listed path, and an entry's Path,
+        # is then already in the caller's form
+        same = os.fspath(given) == given_s
         claimed: list[str] = []  # resolved roots of sessions a format listed: not walked again
         for fmt in formats():
             if fmt.find_sessions is None:
@@ -189,8 +197,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 continue
             for s in listed:
                 a = os.path.abspath(s)
-                # in the caller's form: what _named says, from the strings when s lies under the root (as listed)
-                p = given / a[len(given_in):] if a.startswith(given_in) else _named(Path(s), given, given_abs)
+                p = _named(s, a, given, given_s, same)  # in the caller's form, from the strings
                 # p's real path; the walks' shared listings know which of its parts are symlinks (given spelled
                 # with ".." is resolved as written: ".." after a symlink is not the folder the walks listed)
                 rp = fs.realpath(p) if dotdot else tree.realpath(a)
@@ -227,9 +234,6 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
             return inside_claimed(cs)
 
         winner = EntryDetector().winner  # the formats taken once, their name tables built once for the whole walk
-
-        # the given path as written is the absolute one (the common case): an entry's Path is then its name too
-        same = os.fspath(given) == given_s
 
         def walk(d: str, dp: Path, named: Path, depth: int, above: Probe | None = None) -> None:
             # d: the folder, absolute; dp: it as a Path (what sniffs take); named: it in the caller's form;

@@ -31,7 +31,7 @@ _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = c
     "trajkit_listings", default=None
 )
 #: each listed folder's names split as :func:`folder` gives them (made once, beside the listing)
-_folders: contextvars.ContextVar[dict[str, "Folder"] | None] = contextvars.ContextVar("trajkit_folders", default=None)
+_folders: contextvars.ContextVar[dict[str, tuple] | None] = contextvars.ContextVar("trajkit_folders", default=None)
 #: the real paths of folders :func:`realpath` resolved
 _reals: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("trajkit_reals", default=None)
 #: answers about a folder's files that depend only on their bytes, per folder (:func:`file_answers`)
@@ -248,25 +248,29 @@ def _walk(top: str, onerror: Callable[[OSError], None] | None) -> Iterator[tuple
 #: ``odd``: the names in ``nondirs`` that are no regular file (a dangling
 #: symlink, a FIFO; nearly always empty); ``links``: the names that are
 #: symlinks (walks list a symlinked folder but do not go in).
-Folder = tuple[list[str], list[str], frozenset[str], frozenset[str]]
+Folder = tuple[tuple[str, ...], tuple[str, ...], frozenset[str], frozenset[str]]
 
 _NONE: frozenset[str] = frozenset()
 
 
 def folder(path: str | os.PathLike) -> Folder:
     """A folder's names split and sorted as every ``find_sessions`` walk wants
-    them (see :data:`Folder`; treat the lists as read-only: they are shared);
-    raises ``OSError`` as :func:`scandir` does. Made once per folder inside
-    :func:`shared_listings`, so the formats' walks after the first do not ask
-    each entry its type again nor sort its names again."""
+    them (see :data:`Folder`); raises ``OSError`` as :func:`scandir` does.
+    Made once per folder inside :func:`shared_listings`, so the formats' walks
+    after the first do not ask each entry its type again nor sort its names
+    again."""
     p = os.fspath(path)
     cache = _folders.get()
-    if cache is not None and _mounted() is None:
-        got = cache.get(p)
-        if got is None:
-            got = cache[p] = _split(scandir(p))  # scandir raises, and keeps the error for the next ask
-        return got
-    return _split(scandir(p))
+    if cache is None or _mounted() is not None:
+        return _split(scandir(p))
+    got = cache.get(p)
+    if got is None:
+        dirs, nondirs, odd, links = _split(scandir(p))  # scandir raises, and keeps the error for the next ask
+        # held for every folder of a discovery until its walk leaves it: one tuple,
+        # (number of folders, odd, links, the folders' names..., the other names...)
+        got = cache[p] = (len(dirs), odd, links, *dirs, *nondirs)
+    k = got[0] + 3
+    return got[3:k], got[k:], got[1], got[2]
 
 
 def _split(entries: list) -> Folder:
@@ -305,7 +309,7 @@ def _split(entries: list) -> Folder:
                     odd.append(e.name)
     dirs.sort()
     nondirs.sort()
-    return dirs, nondirs, frozenset(odd) if odd else _NONE, frozenset(links) if links else _NONE
+    return tuple(dirs), tuple(nondirs), frozenset(odd) if odd else _NONE, frozenset(links) if links else _NONE
 
 
 def join(directory: str, name: str) -> str:
@@ -329,7 +333,7 @@ def walk_sorted(top: str | os.PathLike, onerror: Callable[[OSError], None] | Non
             if onerror is not None:
                 onerror(e)
             continue
-        sub = dirs[:]
+        sub = list(dirs)
         yield d, sub, nondirs
         if sub:
             base = d if d.endswith(os.sep) else d + os.sep
