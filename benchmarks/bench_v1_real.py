@@ -18,6 +18,10 @@ interleaved rounds whose order rotates:
 - trajkit: ``trajkit.read(conv)``, what ``trajkit steps`` does before printing;
 - floor: reading the files trajkit read (``Session.files`` with status
   ``read``, sub-agents included) and ``orjson.loads`` of each;
+- checked floor: the floor plus trajkit's lossless check of each decoded
+  file (``jsonio.suspicious``: orjson writes it back and compares), the
+  least a read that proves every file lost nothing costs;
+- named: ``trajkit.read(conv, format="openhands-sdk")``, no detection;
 - EventLog (Python >= 3.12 with ``openhands-sdk`` and ``openhands-tools``):
   ``list(EventLog(LocalFileStore(conv), "events"))`` for the conversation and
   each sub-agent, every event validated into the SDK's pydantic classes (the
@@ -170,6 +174,7 @@ def measure(runs: list[Path], rounds: int, with_sdk: bool) -> dict:
     import orjson
 
     import trajkit
+    from trajkit.jsonio import suspicious
 
     loads = orjson.loads
     refused: list[str] = []
@@ -193,12 +198,24 @@ def measure(runs: list[Path], rounds: int, with_sdk: bool) -> dict:
                 with open(f, "rb") as fh:
                     loads(fh.read())
 
+    def t_checked() -> None:
+        for fs in files:
+            for f in fs:
+                with open(f, "rb") as fh:
+                    data = fh.read()
+                suspicious(data, loads(data))
+
     def t_trajkit() -> None:
         read = trajkit.read
         for r in runs:
             read(r)
 
-    jobs = {"floor": t_floor, "trajkit": t_trajkit}
+    def t_named() -> None:
+        read = trajkit.read
+        for r in runs:
+            read(r, format="openhands-sdk")
+
+    jobs = {"floor": t_floor, "checked": t_checked, "trajkit": t_trajkit, "named": t_named}
     if with_sdk:
         jobs["eventlog"] = eventlog_job(runs, events)
     times: dict[str, list[float]] = {k: [] for k in jobs}
@@ -302,6 +319,13 @@ def report(res: dict, out=sys.stdout) -> None:
     tm, tmed = min(t["trajkit"]), median(t["trajkit"])
     ratios = sorted(a / b for a, b in zip(t["trajkit"], t["floor"]))
     p(f"  trajkit / floor:      {tm / fm:.2f}x (min)  {tmed / fmed:.2f}x (median)  per round {ratios[0]:.2f}-{ratios[-1]:.2f}   goal <= 1.5x")
+    if "checked" in t:
+        cm, cmed = min(t["checked"]), median(t["checked"])
+        p(f"  checked floor / floor: {cm / fm:.2f}x (min)  {cmed / fmed:.2f}x (median)   (the floor plus the lossless check of each file)")
+        p(f"  trajkit / checked:    {tm / cm:.2f}x (min)  {tmed / cmed:.2f}x (median)")
+    if "named" in t:
+        nm, nmed = min(t["named"]), median(t["named"])
+        p(f"  named / floor:        {nm / fm:.2f}x (min)  {nmed / fmed:.2f}x (median)   (format named: no detection)")
     if "eventlog" in t:
         em, emed = min(t["eventlog"]), median(t["eventlog"])
         p(f"  EventLog / trajkit:   {em / tm:.2f}x (min)  {emed / tmed:.2f}x (median)   goal >= 3x")
