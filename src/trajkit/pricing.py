@@ -99,7 +99,8 @@ def estimate_session(session: Session) -> None:
     step's :class:`~trajkit.model.Usage`. One Usage object shared by an event
     and its step is priced once."""
     for s in session.walk():
-        for e in s.events:
-            _fill(e.model_usage)
-        for st in s.steps:
-            _fill(st.model_usage)
+        # only the calls that record no cost go to _fill (most events have no Usage: no call for them)
+        for usages in ([e.model_usage for e in s.events], [st.model_usage for st in s.steps]):
+            for u in usages:
+                if u is not None and u.cost is None:
+                    _fill(u)

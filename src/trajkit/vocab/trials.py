@@ -11,6 +11,7 @@ helpers, and lets :func:`trial_outcome` speak first when it sets
 from __future__ import annotations
 
 import os
+import posixpath
 from pathlib import Path
 from typing import Any
 
@@ -43,14 +44,29 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     else:
         isdir, isfile, absent = fs.isdir, fs.isfile, fs.absent
     for _ in range(4):
-        v = "verifier" if d == "." else os.path.join(d, "verifier")  # as Path(d) / "verifier" writes it
+        if d == ".":
+            v = "verifier"  # as Path(d) / "verifier" writes it
+        elif _POSIX:  # posixpath.join(d, "verifier"), without its calls (four per read of a run)
+            v = d + "verifier" if d.endswith("/") else d + "/verifier"
+        else:
+            v = os.path.join(d, "verifier")
         if not absent(v) and isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt"))):
             return v
-        parent = os.path.dirname(d) or "."
+        if _POSIX:  # posixpath.dirname(d), inline
+            parent = d[:d.rfind("/") + 1]
+            if parent and parent != "/" * len(parent):
+                parent = parent.rstrip("/")
+            parent = parent or "."
+        else:
+            parent = os.path.dirname(d) or "."
         if parent == d:
             break
         d = parent
     return None
+
+
+#: ``os.path`` is posixpath (its ``join`` and ``dirname`` are then spelled inline above).
+_POSIX = os.path is posixpath
 
 
 def find_results(metadata: dict[str, Any], paths: dict[str, str] | None = None, depth: int = 3) -> list[TrialResult]:

@@ -363,6 +363,8 @@ def normalize_raw(raw: dict, path: str, tz: Any = None) -> Event:
 _CHECKED_INLINE = frozenset({"ActionEvent", "ObservationEvent"})
 #: Known kinds with required members (the reader checks them as it reads).
 _REQUIRED_KNOWN = frozenset(_REQUIRED) & KNOWN_KINDS
+#: The known kinds that require one member: (its name, its JSON type), checked inline as the reader reads.
+_ONE_REQUIRED = {k: req[0] for k, req in _REQUIRED.items() if k in _REQUIRED_KNOWN and len(req) == 1}
 
 
 # ----------------------------------------------------------------- state
@@ -469,31 +471,57 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
             continue
         g = m.get
         acc = g("accumulated_token_usage")
+        # one pass over each list (each entry that is an object), making
+        # what the summary and the per-response index take from it
+        norm_usages: list[dict[str, Any]] = []
+        rids: list[Any] = []
+        usage_rows: list[dict[str, Any]] = []
         v = g("token_usages")
-        token_usages = [t for t in v if type(t) is dict] if type(v) is list else []
+        if type(v) is list:
+            for t in v:
+                if type(t) is dict:
+                    u = _usage(t, nums)
+                    r = t.get("response_id")
+                    norm_usages.append(u)
+                    rids.append(r)
+                    usage_rows.append(dict(u, response_id=r))
+        norm_costs: list[float] = []
+        cost_rows: list[dict[str, Any]] = []
+        cost_by_id: dict[str, float] = {}
         v = g("costs")
-        costs = [c for c in v if type(c) is dict] if type(v) is list else []
+        if type(v) is list:
+            for c in v:
+                if type(c) is dict:
+                    x = money(c.get("cost"))
+                    norm_costs.append(x)
+                    cost_rows.append({"model": c.get("model"), "cost": x, "timestamp": c.get("timestamp")})
+                    r = c.get("response_id")
+                    if type(r) is str:
+                        cost_by_id[r] = x
+        latency_rows: list[dict[str, Any]] = []
+        latency: dict[str, Any] = {}
         v = g("response_latencies")
-        lats = [c for c in v if type(c) is dict] if type(v) is list else []
-        norm_usages = [_usage(t, nums) for t in token_usages]
-        norm_costs = [money(c.get("cost")) for c in costs]
-        rids = [t.get("response_id") for t in token_usages]
-        lat_values = [v if type(v) is float and v >= 0.0 else seconds(v) for v in [c.get("latency") for c in lats]]
+        if type(v) is list:
+            for c in v:
+                if type(c) is dict:
+                    x = c.get("latency")
+                    if type(x) is not float or not x >= 0.0:
+                        x = seconds(x)
+                    r = c.get("response_id")
+                    latency_rows.append({"model": c.get("model"), "latency": x, "response_id": r})
+                    if type(r) is str:
+                        latency[r] = x
         name = g("model_name")
         summary[usage_id] = {
             "model_name": name if type(name) is str else None,
             "accumulated_cost": money(g("accumulated_cost")),
             "accumulated_token_usage": _usage(acc, nums) if type(acc) is dict else {},
-            "calls": len(token_usages),
-            "token_usages": [dict(u, response_id=r) for u, r in zip(norm_usages, rids)],
-            "costs": [{"model": c.get("model"), "cost": v, "timestamp": c.get("timestamp")} for c, v in zip(costs, norm_costs)],
-            "response_latencies": [
-                {"model": c.get("model"), "latency": v, "response_id": c.get("response_id")} for c, v in zip(lats, lat_values)
-            ],
+            "calls": len(norm_usages),
+            "token_usages": usage_rows,
+            "costs": cost_rows,
+            "response_latencies": latency_rows,
         }
-        latency = {r: v for c, v in zip(lats, lat_values) if type(r := c.get("response_id")) is str}
-        cost_by_id = {r: v for c, v in zip(costs, norm_costs) if type(r := c.get("response_id")) is str}
-        positional = not cost_by_id and costs and len(costs) == len(token_usages)
+        positional = not cost_by_id and norm_costs and len(norm_costs) == len(norm_usages)
         for i, rid in enumerate(rids):
             if type(rid) is not str or not rid:
                 continue
@@ -888,6 +916,8 @@ class _DirectoryEvents:
         self.scan = scan
         self.cap = cap
         self.prefix = prefix
+        #: event files the SDK would read that could not be (too large, unreadable, not a JSON object)
+        self.skipped = 0
 
     def items(self, s: Session) -> Iterator[tuple[dict, str, int, Any, int, Any]]:
         """(decoded event, file path, index, the id its name gives, size, ref line) per readable file."""
@@ -904,6 +934,7 @@ class _DirectoryEvents:
                 size = why.size  # type: ignore[union-attr]
                 files_append(SourceFile(path, "event", "skipped", size, note=MALFORMED))
                 s.diag(code, _READ_PROBLEM[code].format(index=ef.index, size=size, cap=cap), ERROR, file=path)
+                self.skipped += 1
                 continue
             d = None
             try:
@@ -916,6 +947,7 @@ class _DirectoryEvents:
             except (ValueError, TypeError):  # not JSON, or suspicious (orjson cannot write it back): the careful decode says what
                 raw, d = jsonio.loads(data, path)
             if type(raw) is not dict:
+                self.skipped += 1
                 files_append(SourceFile(path, "event", "skipped", len(data), note=MALFORMED))
                 if raw is jsonio.MISSING:
                     msg = d.message if d is not None else "not JSON"
@@ -939,6 +971,11 @@ class _DirectoryEvents:
                 s.files.append(SourceFile(ef.path, "sidecar", "ignored", _stat_size(ef.path), note=layout.SIDECAR))
             else:
                 s.files.append(SourceFile(ef.path, "event", "skipped", _stat_size(ef.path), note=ef.status))
+
+    def all_read(self) -> bool:
+        """Whether every event file of the directory was read (the others are sidecars):
+        its files of role ``event`` are then the events, each noted ``event``."""
+        return not self.skipped and all(ef.status == layout.SIDECAR for ef in self.scan.others)
 
     def unreadable(self, seen_ids: dict[Any, int], n_events: int) -> dict[Any, int] | None:
         """Index per id of the event files the SDK would read but that could not be (for the tree)."""
@@ -1009,6 +1046,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     # the directory's accounting (one SourceFile per event file read), without a call per event
     direct = type(source) is _DirectoryEvents
     files_append = s.files.append
+    new = object.__new__
+    kind_map_get = _KIND_MAP.get
     for raw, path, index, name_id, size, line in source.items(s):
         g = raw.get
         kind = g("kind")
@@ -1026,13 +1065,17 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
                 s.diag("sdk.event-no-id", f"event {index} has no id; {eid} (its position) is used", WARNING, file=path, line=line)
         elif name_id is not None and eid != name_id:
             s.diag("sdk.event-id-mismatch", f"file name says id {name_id}, the event says {eid}; the event's id is used", WARNING, file=path, event_id=eid)
-        ref = Ref(path, eid) if line is None else Ref(path, eid, line, line)
+        # Ref(path, eid, line, line) and Event.lazy(...), their fields set here: no Python-level
+        # __init__ call per event (what those write, in the same slots)
+        ref = new(Ref)
+        ref.path, ref.event_id, ref.line_start, ref.line_end, ref._lines = path, eid, line, line, None
         pid = g("parent_id")
         if type(pid) is not str:
             pid = None
         if lazy:
             added = {"index": index}
-            ev = Event.lazy(eid, _KIND_MAP.get(kind, OTHER), kind or "?", raw, ref, partial(_derive, tz, added))
+            ev = new(Event)
+            ev.id, ev.kind, ev.type, ev.raw, ev.ref, ev._derive = eid, kind_map_get(kind, OTHER), kind or "?", raw, ref, partial(_derive, tz, added)
             ev.parent_id = pid
             # set now, as normalize_raw would (cheap, and what every read asks
             # of every event: the outcome reads ``source``, the cost estimate
@@ -1054,7 +1097,8 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
             elif kind == "ObservationEvent":
                 fits = type(g("observation")) is dict and type(g("tool_call_id")) is str and type(g("tool_name")) is str
             else:
-                fits = False
+                one = _ONE_REQUIRED.get(kind)
+                fits = one is not None and type(g(one[0])) is one[1]
             bad = None if fits else misfit_members(raw, kind)
             if bad:
                 s.diag("sdk.event-misfit", f"{kind} members missing or of the wrong type: {', '.join(bad)}", WARNING, file=path, event_id=eid)
@@ -1107,7 +1151,9 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
         elif kind == "ACPToolCallEvent":
             acp_seen = True
         if direct:
-            files_append(SourceFile(path, "event", "read", size, [eid], EVENT))
+            f = new(SourceFile)  # SourceFile(path, "event", "read", size, [eid], EVENT)
+            f.path, f.role, f.status, f.size, f.event_ids, f.note = path, "event", "read", size, [eid], EVENT
+            files_append(f)
         else:
             accounted(s, path, size, eid)
         events.append(ev)
@@ -1155,8 +1201,11 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
     md["leaf_source"] = b.leaf_source
     md["abandoned_event_ids"] = [e.id for e, p in zip(events, b.place) if p == abandoned] if abandoned in b.place else []
     md["event_count"] = len(events)
-    # per note, in the order first met (counted in C)
-    md["event_files"] = dict(Counter([f.note or "?" for f in s.files if f.role == "event"]))
+    # per note, in the order first met: every one read (the common case), else counted in C
+    if direct and source.all_read():
+        md["event_files"] = {EVENT: len(events)} if events else {}
+    else:
+        md["event_files"] = dict(Counter([f.note or "?" for f in s.files if f.role == "event"]))
     md["context_rebuildable"] = md.get("agent_kind") != "ACPAgent"
     if isinstance(state_raw, dict):
         md["state"] = state_raw

@@ -303,20 +303,21 @@ def match_children(s: Session) -> None:
             if isinstance(uid, str) and uid.startswith("task:") and uid[5:] in task_steps:
                 match = (task_steps[uid[5:]], "usage-metrics", f"parent stats {uid!r} lists response {rid}")
                 break
-        start = _ts(child.events[0].timestamp) if child.events else None
         if match is None:
+            # (asked only now: the start derives the child's first event, often its long system prompt)
+            start = _ts(child.events[0].timestamp) if child.events else None
             prompt = _child_prompt(child)
             cands = [st for st in spawn_steps if prompt is not None and prompt in _step_prompts(st, by_id)]
             if cands:
                 if start is not None and len(cands) > 1:
                     cands.sort(key=lambda st: abs(((_ts(_event_ts(by_id, st.action_event_id)) or start) - start).total_seconds()))
                 match = (cands[0], "prompt", "the child's first user message is the action's prompt")
-        if match is None and start is not None:
-            for st in spawn_steps:
-                a, o = _ts(_event_ts(by_id, st.action_event_id)), _ts(_event_ts(by_id, st.observation_event_id))
-                if a is not None and o is not None and a <= start <= o:
-                    match = (st, "timestamp", "the child started between the action and its answer")
-                    break
+            elif start is not None:
+                for st in spawn_steps:
+                    a, o = _ts(_event_ts(by_id, st.action_event_id)), _ts(_event_ts(by_id, st.observation_event_id))
+                    if a is not None and o is not None and a <= start <= o:
+                        match = (st, "timestamp", "the child started between the action and its answer")
+                        break
         if match is None:
             s.diag("sdk.child-unmatched", f"sub-agent {child.id} could not be tied to an action; kept as a child of the conversation", INFO, file=child.source_path)
             continue
