@@ -315,7 +315,7 @@ def test_swe_and_mini_walks(tmp_path: Path):
 
 
 def test_opencode_walk_keeps_name_order_and_limits(tmp_path: Path):
-    from trajkit.formats.opencode.reader import _walk
+    from trajkit.formats.opencode.walk import _walk
 
     r = tmp_path / "oc"
     magic = b"SQLite format 3\x00" + b"\x00" * 100

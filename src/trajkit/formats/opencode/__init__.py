@@ -14,7 +14,9 @@ Public face: :data:`FORMAT`, :func:`read`, :func:`members`,
 :func:`find_sessions`, :func:`summarize`, :func:`rebuild_context`, :func:`sniff`.
 This module holds only what detection needs (``sniff`` and ``FORMAT``): the
 reader (:mod:`.reader`, :mod:`.native`, :mod:`.build`, :mod:`.db`, which
-imports ``sqlite3``) and the context rebuild load on first use.
+imports ``sqlite3``), the ``find_sessions`` walk (:mod:`.walk`, which loads
+the reader only when it finds a store or tree) and the context rebuild load
+on first use.
 
 Diagnostic codes (see ``docs/diagnostics.md``, section opencode): those of
 :mod:`.db`, :mod:`.native` and :mod:`.reader`, plus ``opencode.tool-not-run``,
@@ -81,7 +83,7 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
 #: The capabilities, imported on first call.
 read = lazy("trajkit.formats.opencode.reader:read")
 members = lazy("trajkit.formats.opencode.reader:members")
-find_sessions = lazy("trajkit.formats.opencode.reader:find_sessions")
+find_sessions = lazy("trajkit.formats.opencode.walk:find_sessions")
 summarize = lazy("trajkit.formats.opencode.reader:summarize")
 #: What the model saw at each model call, as far as the record allows (see :mod:`.context`).
 rebuild_context = lazy("trajkit.formats.opencode.context:rebuild_context")

@@ -12,18 +12,13 @@ from ...diagnostics import ERROR, INFO, Diagnostic
 from ...model import ReadOptions, Session, SourceFile
 from ...reading import fs
 from ...reading.listing import session_row
-from ...reading import tree
 from ...reading.probe import Probe
 from ...registry import split_member
 from . import native
-from .layout import MAGIC, _head_kind, _is_db_name, _is_storage, _looks_like_foreign_store, _store_in
+from .layout import MAGIC, _head_kind, _is_storage, _store_in
 from .build import NAME, build, link_child
 from .db import open_store
 
-#: Directories of opencode's data folder that hold no sessions (not walked).
-SKIP_DIRS = frozenset({"snapshot", "log", "bin", "tool-output", "node_modules", ".git", "worktree", "auth"})
-#: How deep :func:`find_sessions` looks under a directory.
-MAX_WALK_DEPTH = 4
 #: How many sub-session levels are read below a session.
 MAX_CHILD_DEPTH = 16
 
@@ -283,63 +278,9 @@ def members(root: Path, options: ReadOptions) -> list[str]:
     return tops
 
 
-def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: set[tuple[int, int]]) -> None:
-    try:
-        st = fs.stat(root)
-    except OSError:
-        return
-    key = (st.st_dev, st.st_ino)
-    if key in seen:
-        return
-    seen.add(key)
-    try:
-        dirs, nondirs, odd, _links = tree.folder(root)  # sorted and typed once for every walk of a discovery
-    except OSError as e:
-        diags.append(Diagnostic("opencode.no-session", f"cannot list directory: {e.strerror or e}", INFO, file=root))
-        return
-    if "session" in dirs and ("message" in dirs or "message" in nondirs or "part" in dirs or "part" in nondirs):
-        out.append(root)  # a legacy storage tree (its session/ a folder, symlinks followed)
-        return
-    base = root if root.endswith(os.sep) else root + os.sep
-    # the stores here (files named opencode*.db holding SQLite) and the folders to walk, in name order
-    stores = [n for n in nondirs if _is_db_name(n) and n not in odd]
-    walked = [n for n in dirs if n not in SKIP_DIRS and n[0] != "."] if depth < MAX_WALK_DEPTH else []
-    if not stores:
-        for name in walked:
-            _walk(base + name, depth + 1, out, diags, seen)
-        return
-    folders = set(walked)
-    for name in sorted(stores + walked):
-        if name in folders:
-            _walk(base + name, depth + 1, out, diags, seen)
-        elif Probe().head(base + name, 16).startswith(MAGIC):
-            out.append(base + name)
-
-
-def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None = None) -> list[Path]:
-    """The top-level sessions under ``root``, each as ``STORE#SESSION_ID``
-    (stores and legacy trees) or the file itself (an export, an event stream).
-
-    Sub-sessions are listed with their parent, not on their own. A session in
-    a legacy tree whose id a store beside it also holds is the stale copy
-    left by the migration to SQLite: it is not listed (``opencode.stale-copy``).
-    """
-    diags = diagnostics if diagnostics is not None else []
-    p, member = split_member(root)
-    if member is not None:
-        return [Path(os.path.abspath(p) + "#" + member)]
-    p = os.path.abspath(p)
-    probe = Probe()
-    containers: list[str] = []
-    if fs.isfile(p):
-        if _is_db_name(os.path.basename(p)) or _looks_like_foreign_store(probe, p):
-            containers.append(p)
-        elif _head_kind(probe, p) is not None:
-            return [Path(p)]
-        else:
-            return []
-    elif fs.isdir(p):
-        _walk(p, 0, containers, diags, set())
+def sessions_in(containers: list[str], diags: list[Diagnostic]) -> list[Path]:
+    """The top-level sessions of the stores and legacy trees :func:`.walk.find_sessions`
+    found (it loads this module only when there is one)."""
     out: list[Path] = []
     db_ids: dict[str, set[str]] = {}
     for c in containers:
