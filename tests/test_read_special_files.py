@@ -107,6 +107,35 @@ def test_read_capped_refuses_special_files_without_blocking(tmp_path, kind):
     assert [d.code for d in diags] == ["file.unreadable"] and diags[0].file == str(p)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_probe_head_in_a_listed_folder(tmp_path, kind):
+    """A probe that listed the folder reads a regular file's head without
+    checking its type again (the listing said so): the same bytes; a special
+    file (or a symlink to one) beside it is still checked and reads as b""
+    without blocking, as is a regular file swapped for a FIFO or a folder
+    after the listing."""
+    payload = b'{"a": 1}\n' + b"y" * 70_000
+    (tmp_path / "r.json").write_bytes(payload)
+    (tmp_path / "swapped.json").write_bytes(payload)
+    (tmp_path / "gone.json").write_bytes(payload)
+    plant(tmp_path / "x.json", kind)
+    probe = Probe()
+    assert probe.is_file(tmp_path / "r.json") and not probe.is_file(tmp_path / "x.json")  # lists the folder
+    assert probe.is_file(tmp_path / "swapped.json") and probe.is_file(tmp_path / "gone.json")
+    os.unlink(tmp_path / "swapped.json")
+    os.mkfifo(tmp_path / "swapped.json")
+    os.unlink(tmp_path / "gone.json")
+    os.mkdir(tmp_path / "gone.json")
+    out: list = []
+    t = threading.Thread(target=lambda: out.append([probe.head(tmp_path / n, 64) for n in ("x.json", "swapped.json", "gone.json")]),
+                         daemon=True)
+    t.start()
+    t.join(10)
+    assert not t.is_alive(), "Probe.head blocked on a special file"
+    assert out[0] == [b"", b"", b""]
+    assert probe.head(tmp_path / "r.json", 1 << 17) == payload and probe.head(tmp_path / "r.json", 8) == payload[:8]
+
+
 def test_read_capped_refuses_a_sparse_file_from_its_size(tmp_path):
     p = tmp_path / "big.json"
     plant(p, "sparse")

@@ -83,7 +83,7 @@ def test_a_file_is_decided_once_per_discovery(tmp_path, monkeypatch):
     f = proj / "T.jsonl"
     reads: list[str] = []
     real = io.head
-    monkeypatch.setattr("trajkit.reading.probe._head", lambda p, n: reads.append(p) or real(p, n))
+    monkeypatch.setattr("trajkit.reading.probe._head", lambda p, n, *regular: reads.append(p) or real(p, n, *regular))
     want = layout.file_kind(f, Probe())
     assert want == ("transcript", "a 'user' line with a message object holding content")
     assert len(reads) == 1

@@ -158,9 +158,13 @@ def read_range(path: str, offset: int, length: int, cap: int = DEFAULT_MAX_FILE_
         os.close(fd)
 
 
-def head(path: str, n: int) -> bytes:
+def head(path: str, n: int, regular: bool = False) -> bytes:
     """The first ``n`` bytes (fewer when the file is shorter) of the regular
-    file ``path``; ``b""`` when it is not a regular file or cannot be read."""
+    file ``path``; ``b""`` when it is not a regular file or cannot be read.
+    ``regular``: the caller's folder listing says ``path`` is a regular file
+    (no symlink), so the ``fstat`` that checks it is skipped (one of a
+    head read's four system calls; opened non-blocking, a FIFO put there
+    since is read without waiting and a folder fails the read)."""
     tree = _mounted()
     if tree is not None:
         return (tree.data(path) or b"")[:n]
@@ -169,7 +173,7 @@ def head(path: str, n: int) -> bytes:
     except OSError:
         return b""
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        if not regular and not stat.S_ISREG(os.fstat(fd).st_mode):
             return b""
         return os.read(fd, n)
     except OSError:

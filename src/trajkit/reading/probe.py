@@ -372,7 +372,12 @@ class Probe:
                 return data[:n]
         self.calls += 1
         want = max(n, _MIN_HEAD)  # one read serves the other formats' smaller asks
-        data = _head(p, want)
+        e = self._entry(p)  # its entry when its folder was listed
+        try:
+            regular = e is not None and e is not _MISSING and e.is_file(follow_symlinks=False)
+        except OSError:
+            regular = False
+        data = _head(p, want, regular)
         self._heads[p] = (data, want)
         return data[:n]
 
