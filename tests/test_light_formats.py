@@ -150,3 +150,22 @@ def test_the_probe_sees_a_heavy_face(tmp_path):
     got = _loaded_after(code)
     loaded = got["modules"]
     assert "heavyfmt.reader" in loaded and any(_under(m, DENIED) for m in loaded)
+
+
+_FIND = r"""
+import json, sys
+from trajkit import registry
+fmt = registry.get_format(sys.argv[1])
+found = [str(p) for example in fmt.examples for p in fmt.find_sessions(example)]
+print(json.dumps({"modules": sorted(sys.modules), "found": found}))
+"""
+
+
+def test_listing_claude_code_sessions_imports_no_reader():
+    """Discovery walks with ``find_sessions``: Claude Code's is a light module
+    (layout only), so a walk does not import the transcript reader."""
+    got = _loaded_after(_FIND, "claude-code")
+    assert got["found"], "the shipped examples hold sessions"
+    heavy = [m for m in got["modules"] if m in ("trajkit.formats.claude_code.reader", "trajkit.formats.claude_code.session")
+             or _under(m, ("trajkit.steps", "trajkit.reading.builder", "rich", "click"))]
+    assert not heavy, heavy

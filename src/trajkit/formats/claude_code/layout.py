@@ -90,6 +90,10 @@ def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
     return None, "no user/assistant line with a message, no system/init line"
 
 
+#: The name of :func:`file_kind`'s answers kept per folder (:func:`~trajkit.reading.tree.file_answers`).
+FILE_KIND = "claude-code.file_kind"
+
+
 def file_kind(path: str | os.PathLike, probe: Probe) -> tuple[str | None, str]:
     """What the file at ``path`` holds (see :func:`kind_of_lines`): its
     first 64 KiB, and up to :data:`SNIFF_BYTES` when no whole line there decides.
@@ -97,12 +101,24 @@ def file_kind(path: str | os.PathLike, probe: Probe) -> tuple[str | None, str]:
     ``find_sessions``, the sniff of its folder and its own sniff all ask."""
     p = os.fspath(path)
     folder, name = os.path.split(p)
-    known = _tree.file_answers(folder, "claude-code.file_kind")
+    known = _tree.file_answers(folder, FILE_KIND)
     if known is None:
         return _file_kind(p, probe)
     got = known.get(name)
     if got is None:
         got = known[name] = _file_kind(p, probe)
+    return got  # type: ignore[return-value]
+
+
+def file_kind_in(base: str, name: str, known: dict[str, object] | None, probe: Probe) -> tuple[str | None, str]:
+    """:func:`file_kind` of ``base + name`` (``base`` a folder ending in a
+    separator) given the folder's answers (``tree.file_answers(folder, FILE_KIND)``,
+    looked up once per folder by a walk asking of each of its files)."""
+    if known is None:
+        return _file_kind(base + name, probe)
+    got = known.get(name)
+    if got is None:
+        got = known[name] = _file_kind(base + name, probe)
     return got  # type: ignore[return-value]
 
 
@@ -234,7 +250,7 @@ def _session_root(candidate: Path, cs: str, probe: Probe) -> tuple[Path | None, 
             return None, "not a JSON Lines file"
         if name.endswith(".json"):
             return None, "a JSON file outside a session's companion folder"
-        kind, why = file_kind(cs, probe)
+        kind, why = file_kind_in(cs[:len(cs) - len(name)], name, _tree.file_answers(folder, FILE_KIND), probe)
         if kind is None:
             return None, why
         return candidate, why
