@@ -214,7 +214,20 @@ def _both(fmt: str, root: Path, diagnostics: list | None = None) -> list[str]:
             pass
         shared = [str(p) for p in fs_(root)]
     assert alone == shared
+    with tree.shared_listings():  # and with every file's head read by an earlier walk (its first bytes kept)
+        _read_every_head(root)
+        assert [str(p) for p in fs_(root)] == alone
     return alone
+
+
+def _read_every_head(root: Path) -> None:
+    from trajkit.reading.probe import Probe
+
+    for d, _dirs, files in tree.walk_sorted(root):
+        probe = Probe()
+        probe.listdir(d)
+        for n in files:
+            probe.head(os.path.join(d, n), 1 << 16)
 
 
 def _claude_transcript() -> bytes:

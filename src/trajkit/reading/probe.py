@@ -24,6 +24,7 @@ from orjson import loads as _loads
 from . import fs as _fs
 from .fs import current as _mounted
 from .io import head as _head
+from .tree import note_head as _note_head
 from .tree import scandir as _scandir
 
 _MISSING: Any = object()
@@ -378,6 +379,8 @@ class Probe:
         except OSError:
             regular = False
         data = _head(p, want, regular)
+        if regular:  # e is a listing's entry: keep the file's first bytes there for the walks after this one
+            _note_head(e, data)
         self._heads[p] = (data, want)
         return data[:n]
 

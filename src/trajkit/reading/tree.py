@@ -34,6 +34,8 @@ _listings: contextvars.ContextVar[dict[str, list["Entry"] | OSError] | None] = c
 _folders: contextvars.ContextVar[dict[str, tuple] | None] = contextvars.ContextVar("trajkit_folders", default=None)
 #: the real paths of folders :func:`realpath` resolved
 _reals: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar("trajkit_reals", default=None)
+#: ``(st_dev, st_ino)`` of folders :func:`identity` stat'ed
+_ids: contextvars.ContextVar[dict[str, tuple[int, int]] | None] = contextvars.ContextVar("trajkit_ids", default=None)
 #: answers about a folder's files that depend only on their bytes, per folder (:func:`file_answers`)
 _answers: contextvars.ContextVar[dict[str, dict[str, dict]] | None] = contextvars.ContextVar(
     "trajkit_file_answers", default=None
@@ -50,9 +52,11 @@ def shared_listings() -> Iterator[None]:
     token_f = _folders.set({})
     token_r = _reals.set({})
     token_a = _answers.set({})
+    token_i = _ids.set({})
     try:
         yield
     finally:
+        _ids.reset(token_i)
         _answers.reset(token_a)
         _reals.reset(token_r)
         _folders.reset(token_f)
@@ -87,9 +91,14 @@ class Entry:
     (``name``, ``path``, ``is_dir()``, ``is_file()``, ``is_symlink()``, with
     the same meaning and errors), in a third of the memory: the type is kept
     from the listing, and ``path`` is made when asked instead of held (a
-    corpus of 10,000 runs has some 26,000 entries, held while discovery walks it)."""
+    corpus of 10,000 runs has some 26,000 entries, held while discovery walks it).
 
-    __slots__ = ("_dir", "name", "_kind", "_st")
+    ``prefix``: the first :data:`PREFIX` bytes of the file once a probe of
+    this discovery has read its head (:func:`note_head`), else None: a later
+    walk that can rule a file out from its first bytes does so without
+    opening it again (:func:`prefixes`)."""
+
+    __slots__ = ("_dir", "name", "_kind", "_st", "prefix")
 
     def __init__(self, directory: str, e: os.DirEntry) -> None:
         self._dir = directory  # one string shared by every entry of the folder
@@ -104,6 +113,7 @@ class Entry:
         else:
             self._kind = _OTHER
         self._st: os.stat_result | None = None
+        self.prefix: bytes | None = None
 
     @property
     def path(self) -> str:
@@ -151,6 +161,33 @@ def _entry(directory: str, e: os.DirEntry) -> Entry | os.DirEntry:
         return e
 
 
+#: How many first bytes of a file a listing entry keeps once its head was read (:attr:`Entry.prefix`):
+#: enough to see how a JSON file opens (``{"instance_id": ...``) past a byte order mark and some blanks.
+PREFIX = 32
+
+
+def note_head(entry: object, data: bytes) -> None:
+    """Keep the first bytes of a file whose head was just read from disk on
+    its shared listing entry (``entry``, what the probe found for it; nothing
+    for any other kind of entry: outside :func:`shared_listings`, or a
+    mounted archive's). They live as long as the listing (:func:`release`)."""
+    if entry.__class__ is Entry:
+        entry.prefix = data[:PREFIX]  # type: ignore[attr-defined]
+
+
+def prefixes(path: str) -> dict[str, bytes]:
+    """The first bytes (:data:`PREFIX` at most; fewer for a shorter file)
+    of the files directly in folder ``path`` whose heads a probe of this
+    discovery has read, by name; empty when the folder is not in the shared
+    listings. Only to rule a file out: a prefix is what the file held when
+    its head was read, like every answer kept for one discovery."""
+    cache = _listings.get()
+    got = cache.get(path) if cache is not None else None
+    if got is None or isinstance(got, OSError):
+        return {}
+    return {e.name: e.prefix for e in got if getattr(e, "prefix", None) is not None}
+
+
 def scandir(path: str | os.PathLike) -> list[os.DirEntry] | list[Entry]:
     """The entries of a folder, in the operating system's order (``os.scandir``
     made a list); raises ``OSError`` as it does. Cached inside
@@ -187,6 +224,7 @@ def release(path: str | os.PathLike) -> None:
     folders = _folders.get()
     reals = _reals.get()
     answers = _answers.get()
+    ids = _ids.get()
     todo = [os.fspath(path)]
     while todo:  # linear in what is held: each listing is popped once, and only held folders are looked into
         p = todo.pop()
@@ -196,6 +234,8 @@ def release(path: str | os.PathLike) -> None:
             reals.pop(p, None)
         if answers:
             answers.pop(p, None)
+        if ids:
+            ids.pop(p, None)
         got = cache.pop(p, None)
         if got is None or isinstance(got, OSError):
             continue
@@ -310,6 +350,40 @@ def _split(entries: list) -> Folder:
     dirs.sort()
     nondirs.sort()
     return tuple(dirs), tuple(nondirs), frozenset(odd) if odd else _NONE, frozenset(links) if links else _NONE
+
+
+def any_ending(names: tuple[str, ...] | list[str], suffix: str) -> bool:
+    """``any(n.endswith(suffix) for n in names)`` for a folder's names (no
+    NUL in a name): one join and one search in C, where the walks asked it
+    name by name of every folder (most folders hold no name a format wants)."""
+    if not names:
+        return False
+    joined = "\0".join(names)
+    return joined.endswith(suffix) or suffix + "\0" in joined
+
+
+def any_starting(names: tuple[str, ...] | list[str], prefix: str) -> bool:
+    """``any(n.startswith(prefix) for n in names)`` for a folder's names (no NUL in a name); see :func:`any_ending`."""
+    if not names:
+        return False
+    joined = "\0".join(names)
+    return joined.startswith(prefix) or "\0" + prefix in joined
+
+
+def identity(path: str) -> tuple[int, int]:
+    """``(st_dev, st_ino)`` of ``fs.stat(path)`` (symlinks followed; raises
+    ``OSError`` as it does): how the walks that follow symlinked folders know
+    one they have been in. Inside :func:`shared_listings` a folder is stat'ed
+    once for all of them (kept with its listing; not while an archive is mounted)."""
+    ids = _ids.get()
+    if ids is None or _mounted() is not None:
+        st = _fs.stat(path)
+        return st.st_dev, st.st_ino
+    got = ids.get(path)
+    if got is None:
+        st = _fs.stat(path)  # an error is not kept: each walk asks again, as it did
+        got = ids[path] = (st.st_dev, st.st_ino)
+    return got
 
 
 def join(directory: str, name: str) -> str:

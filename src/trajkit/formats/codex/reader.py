@@ -1041,6 +1041,8 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     # each folder's names come sorted (tree.walk_sorted); a path is made only for a rollout's name
     for dirpath, _dirnames, filenames in tree.walk_sorted(p, onerror=lambda e: diags.append(
             Diagnostic("codex.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
+        if not tree.any_starting(filenames, "rollout-"):
+            continue  # no rollout here: one search, not a test per name
         for name in filenames:
             if not name.startswith("rollout-") or not name.endswith((".jsonl", ".jsonl.zst")):
                 continue

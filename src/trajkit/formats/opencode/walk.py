@@ -22,10 +22,9 @@ MAX_WALK_DEPTH = 4
 
 def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: set[tuple[int, int]]) -> None:
     try:
-        st = fs.stat(root)
+        key = tree.identity(root)  # stat'ed once for every walk of a discovery
     except OSError:
         return
-    key = (st.st_dev, st.st_ino)
     if key in seen:
         return
     seen.add(key)
@@ -39,7 +38,8 @@ def _walk(root: str, depth: int, out: list[str], diags: list[Diagnostic], seen: 
         return
     base = root if root.endswith(os.sep) else root + os.sep
     # the stores here (files named opencode*.db holding SQLite) and the folders to walk, in name order
-    stores = [n for n in nondirs if _is_db_name(n) and n not in odd]
+    # (one search for a ".db" name first: most folders hold none)
+    stores = [n for n in nondirs if _is_db_name(n) and n not in odd] if tree.any_ending(nondirs, ".db") else []
     walked = [n for n in dirs if n not in SKIP_DIRS and n[0] != "."] if depth < MAX_WALK_DEPTH else []
     if not stores:
         for name in walked:

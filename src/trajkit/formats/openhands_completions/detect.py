@@ -35,6 +35,11 @@ COMPLETION_TOOLS = ToolTable.of(
 #: ``<model>-<unix time>[-<4 hex>][-error].json`` (V0 and SDK log names).
 FILE_NAME = re.compile(r"^(?P<model>.+)-(?P<ts>\d+(?:\.\d+)?)(?:-(?P<hex>[0-9a-f]{4}))?(?P<error>-error)?\.json$")
 _HEAD = 1 << 12
+#: What every name :data:`FILE_NAME` matches ends with (``-<time>[-<4 hex>][-error].json`` after at
+#: least one character), written backwards: searched in a folder's names joined with NUL and reversed,
+#: it starts with a literal the search skips to. Found means "maybe" (the names are then matched one
+#: by one); not found means no name of the folder matches.
+_MAYBE_NAMED = re.compile(r"nosj\.(?:rorre-)?(?:[0-9a-f]{4}-)?(?:\d+\.)?\d+-[^\0\n]")
 
 
 # ---------------------------------------------------------------- detection
@@ -91,7 +96,8 @@ def find_sessions(root: Any, diagnostics: list | None = None) -> list[Path]:
         if dirnames:
             # four levels below the root at most (counted on the path string: no Path per folder)
             dirnames[:] = [d for d in dirnames if d[0] != "."] if dirpath == top or dirpath.count(os.sep, base) < 4 else []
-        if _first_call(probe, dirpath, files) is not None:  # the folder's sniff, from the walk's sorted listing
+        if files and _MAYBE_NAMED.search("\0".join(files)[::-1]) is not None and _first_call(probe, dirpath, files) is not None:
+            # the folder's sniff, from the walk's sorted listing (after one search for a name it could take)
             out.append(Path(dirpath))
         probe.drop_heads()  # the folder is decided: a walk of a big tree must not keep every file's head
     return out

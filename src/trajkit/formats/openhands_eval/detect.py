@@ -36,6 +36,28 @@ def looks_like_output(path: Path, probe: Probe) -> bool:
     return any(k in line for k in (b'"history"', b'"test_result"', b'"instruction"', b'"metrics"'))
 
 
+_KEY = b'"instance_id"'
+
+
+def ruled_out(prefix: bytes) -> bool:
+    """True when no file whose first bytes are ``prefix`` (any of its first
+    bytes, or all of a short file) can start like an output
+    (:func:`looks_like_output`'s ``{"instance_id"`` after a byte order mark
+    and blanks); False when it may (read the head to know)."""
+    if prefix.startswith(b"\xef\xbb\xbf"):
+        prefix = prefix[3:]
+    elif b"\xef\xbb\xbf".startswith(prefix):  # nothing, or cut inside a byte order mark
+        return False
+    rest = prefix.lstrip()  # the ASCII blanks, as the pattern's \s
+    if not rest:
+        return False
+    if rest[:1] != b"{":
+        return True
+    rest = rest[1:].lstrip()
+    n = min(len(rest), len(_KEY))
+    return rest[:n] != _KEY[:n]
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     if not probe.is_file(str(candidate)):
         return Reject("not a file")

@@ -18,7 +18,7 @@ from ...reading import fs
 from ...reading import io as read_io
 from ...reading import tree
 from ...reading.probe import Probe
-from .detect import _HEAD, looks_like_output
+from .detect import _HEAD, looks_like_output, ruled_out
 
 
 @dataclass(slots=True)
@@ -182,9 +182,19 @@ def find_sessions(root: Any, diagnostics: list[Diagnostic] | None = None) -> lis
             if dirnames:
                 # four levels below the root at most (the depth counted on the path string: no Path per folder)
                 dirnames[:] = [d for d in dirnames if d[0] != "."] if dirpath == top or dirpath.count(os.sep, base) < 4 else []
+            if not tree.any_ending(filenames, ".jsonl"):
+                continue  # no output can be here: one search, not a test per name
+            known: dict[str, bytes] | None = None
             for n in filenames:
                 if not n.endswith(".jsonl"):
                     continue  # decided by the name: no path made, no head read
+                if known is None:
+                    # the first bytes of the files an earlier walk of this discovery read (claude-code's reads
+                    # every .jsonl of a project folder): most files are ruled out without opening them again
+                    known = tree.prefixes(dirpath)
+                pre = known.get(n)
+                if pre is not None and ruled_out(pre):
+                    continue
                 f = tree.join(dirpath, n)
                 if looks_like_output(f, probe):
                     files.append(Path(f))

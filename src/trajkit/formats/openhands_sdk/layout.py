@@ -186,11 +186,10 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
 
     def walk(d: str, depth: int) -> None:
         try:
-            st = fs.stat(d)
+            key = tree.identity(d)  # stat'ed once for every walk of a discovery
         except OSError as e:
             diags.append(Diagnostic("sdk.dir-unreadable", f"cannot stat directory: {e.strerror or e}", WARNING, file=d))
             return
-        key = (st.st_dev, st.st_ino)
         if key in seen:
             diags.append(Diagnostic("sdk.symlink-loop", "directory already visited (symlink loop or repeat); not walked again", WARNING, file=d))
             return
@@ -234,9 +233,13 @@ def _holds_conversation(d: str, listing: tree.Folder) -> bool:
             return False
     if STATE_FILE in dirs or STATE_FILE in nondirs:  # named so but no file: not bare either (is_bare_listing)
         return False
-    # a bare folder of event files (is_bare_listing; events/ is not here)
-    return any((n.startswith("event-") and EVENT_NAME.match(n)) or (n.startswith("event_") and CLOUD_EVENT_NAME.match(n))
-               for names in (dirs, nondirs) for n in names)
+    # a bare folder of event files (is_bare_listing; events/ is not here): most folders have no name
+    # starting so (one search each), the rest are matched name by name
+    return any(
+        (tree.any_starting(names, "event-") or tree.any_starting(names, "event_"))
+        and any((n.startswith("event-") and EVENT_NAME.match(n)) or (n.startswith("event_") and CLOUD_EVENT_NAME.match(n))
+                for n in names)
+        for names in (dirs, nondirs))
 
 
 def scan_events(events_dir: str, bare: bool = False) -> EventScan:

@@ -55,7 +55,8 @@ def files_ending(root: Path, suffix: str) -> list[Path]:
     for dirpath, dirnames, filenames in tree.walk_sorted(root):  # each folder's names come sorted
         if dirnames:
             dirnames[:] = [d for d in dirnames if d[0] != "."]
-        out += [Path(tree.join(dirpath, f)) for f in filenames if f.endswith(suffix) and f[0] != "."]
+        if tree.any_ending(filenames, suffix):  # most folders hold none: one search, not a test per name
+            out += [Path(tree.join(dirpath, f)) for f in filenames if f.endswith(suffix) and f[0] != "."]
     return out
 
 
