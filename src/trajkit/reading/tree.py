@@ -103,13 +103,14 @@ class Entry:
     def __init__(self, directory: str, e: os.DirEntry) -> None:
         self._dir = directory  # one string shared by every entry of the folder
         self.name = e.name
-        # from the listing's d_type (an lstat where the file system gives none, as DirEntry does)
-        if e.is_symlink():
-            self._kind = _LINK
+        # from the listing's d_type (an lstat where the file system gives none, as DirEntry does);
+        # regular files first: most entries are, and then one question answers
+        if e.is_file(follow_symlinks=False):
+            self._kind = _FILE
         elif e.is_dir(follow_symlinks=False):
             self._kind = _DIR
-        elif e.is_file(follow_symlinks=False):
-            self._kind = _FILE
+        elif e.is_symlink():
+            self._kind = _LINK
         else:
             self._kind = _OTHER
         self._st: os.stat_result | None = None

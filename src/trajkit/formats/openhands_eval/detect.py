@@ -54,8 +54,7 @@ def ruled_out(prefix: bytes) -> bool:
     if rest[:1] != b"{":
         return True
     rest = rest[1:].lstrip()
-    n = min(len(rest), len(_KEY))
-    return rest[:n] != _KEY[:n]
+    return not (rest.startswith(_KEY) or _KEY.startswith(rest))  # the key, or cut inside it: may be one
 
 
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
