@@ -166,6 +166,8 @@ def test_any_ending_and_starting_are_per_name_tests():
             assert tree.any_ending(names, t) == any(n.endswith(t) for n in names), (names, t)
             assert tree.any_starting(names, t) == any(n.startswith(t) for n in names), (names, t)
             assert tree.any_ending(list(names), t) == any(n.endswith(t) for n in names)
+        for t2 in (("event-", "event_"), (".", "0"), ("",), ()):
+            assert tree.any_starting(names, t2) == any(n.startswith(t2) for n in names), (names, t2)
 
 
 def test_completion_name_search_misses_no_log_name():

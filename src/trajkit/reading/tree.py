@@ -363,12 +363,18 @@ def any_ending(names: tuple[str, ...] | list[str], suffix: str) -> bool:
     return joined.endswith(suffix) or suffix + "\0" in joined
 
 
-def any_starting(names: tuple[str, ...] | list[str], prefix: str) -> bool:
-    """``any(n.startswith(prefix) for n in names)`` for a folder's names (no NUL in a name); see :func:`any_ending`."""
+def any_starting(names: tuple[str, ...] | list[str], prefix: str | tuple[str, ...]) -> bool:
+    """``any(n.startswith(prefix) for n in names)`` for a folder's names (no
+    NUL in a name; ``prefix`` one string or a tuple of them, as ``startswith``
+    takes); see :func:`any_ending`."""
     if not names:
         return False
     joined = "\0".join(names)
-    return joined.startswith(prefix) or "\0" + prefix in joined
+    if joined.startswith(prefix):
+        return True
+    if isinstance(prefix, str):
+        return "\0" + prefix in joined
+    return any("\0" + p in joined for p in prefix)
 
 
 def identity(path: str) -> tuple[int, int]:
