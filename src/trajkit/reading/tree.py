@@ -406,15 +406,23 @@ def walk_sorted(top: str | os.PathLike, onerror: Callable[[OSError], None] | Non
     walk), ``filenames`` is shared (do not edit it). Symlinked folders are
     listed among the folders but not walked into."""
     stack = [os.fspath(top)]
+    held = _folders.get()
     while stack:  # depth first, top-down, in the order of each folder's (edited) dirnames, as walk()
         d = stack.pop()
-        try:
-            dirs, nondirs, _odd, links = folder(d)
-        except OSError as e:
-            if onerror is not None:
-                onerror(e)
-            continue
-        sub = list(dirs)
+        got = held.get(d) if held is not None and _mounted() is None else None
+        if got is not None:  # folder(d) made already (the walks after the first): its parts, without the call
+            k = got[0] + 3
+            sub = list(got[3:k])
+            nondirs = got[k:]
+            links = got[2]
+        else:
+            try:
+                dirs, nondirs, _odd, links = folder(d)
+            except OSError as e:
+                if onerror is not None:
+                    onerror(e)
+                continue
+            sub = list(dirs)
         yield d, sub, nondirs
         if sub:
             base = d if d.endswith(os.sep) else d + os.sep
