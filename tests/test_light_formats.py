@@ -169,3 +169,15 @@ def test_listing_claude_code_sessions_imports_no_reader():
     heavy = [m for m in got["modules"] if m in ("trajkit.formats.claude_code.reader", "trajkit.formats.claude_code.session")
              or _under(m, ("trajkit.steps", "trajkit.reading.builder", "rich", "click"))]
     assert not heavy, heavy
+
+
+@pytest.mark.parametrize("name", ["codex", "gemini-cli"])
+def test_listing_codex_and_gemini_sessions_imports_no_reader(name: str):
+    """Codex's and Gemini CLI's ``find_sessions`` are light modules too
+    (``finding.py``): a discovery, which asks every format to walk each given
+    folder, imports neither reader (nor the session builder, steps, hashlib)."""
+    got = _loaded_after(_FIND, name)
+    assert got["found"], "the shipped examples hold sessions"
+    heavy = [m for m in got["modules"] if m.endswith(".reader") and m.startswith("trajkit.formats.")
+             or _under(m, ("trajkit.steps", "trajkit.reading.builder", "hashlib", "rich", "click"))]
+    assert not heavy, heavy

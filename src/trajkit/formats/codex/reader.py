@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...diagnostics import ERROR, INFO, WARNING
 from ...jsonio import MISSING, loads
 from ...model import (
     ACTION,
@@ -36,16 +36,13 @@ from ...model import (
     TrajkitError,
     Usage,
 )
-from ...reading import fs
 from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
-from ...reading import tree
-from ...reading.probe import Probe
-from ...registry import Match
 from ...steps import render_action
 from ...vocab.codex import CODEX_TOOLS
-from .detect import _HEAD, _OUTPUT_ITEMS, _MODEL_ITEMS, _CALL_ITEMS, _EXEC_ACTIONS, INJECTED_PREFIXES, MAX_SUBAGENT_DEPTH, NAME, ROLLOUT_TYPES, _DAY_DIR, _classify_line, sniff
+from .finding import parent_of, parent_thread_of
+from .detect import _OUTPUT_ITEMS, _MODEL_ITEMS, _CALL_ITEMS, _EXEC_ACTIONS, INJECTED_PREFIXES, MAX_SUBAGENT_DEPTH, NAME, ROLLOUT_TYPES, _DAY_DIR, _classify_line
 
 # ---------------------------------------------------------------- helpers
 
@@ -802,21 +799,6 @@ def render(tc: ToolCall) -> str:
     return render_action(tc.name, args if isinstance(args, dict) else {"_raw": args} if args is not None else {}, {})
 
 
-def parent_thread_of(meta: dict[str, Any]) -> str | None:
-    """The parent thread a child rollout's ``session_meta`` names (top level, or under ``source.subagent``)."""
-    if isinstance(meta.get("parent_thread_id"), str):
-        return meta["parent_thread_id"]
-    src = meta.get("source")
-    stack = [src]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            if isinstance(x.get("parent_thread_id"), str):
-                return x["parent_thread_id"]
-            stack.extend(x.values())
-    return None
-
-
 def read(root: Path, options: ReadOptions) -> Session:
     """The Codex record at ``root`` (a rollout file or an exec event stream) as a Session."""
     return _read(Path(root), options, 0, frozenset())
@@ -951,43 +933,6 @@ def _day_dirs(folder: Path) -> list[Path]:
     return out
 
 
-#: ``path -> (size, mtime_ns, parent thread id)``: which thread each rollout
-#: names as its parent, so that reading every rollout of a busy day folder does
-#: not read every other rollout's head again (a rollout only grows; a change of
-#: size or mtime invalidates the entry).
-_PARENT_OF: dict[str, tuple[int, int, str | None]] = {}
-_PARENT_CACHE_MAX = 100_000
-
-
-def parent_of(path: str, probe: Probe) -> str | None:
-    """The parent thread id the rollout at ``path`` names (None for a main thread), cached."""
-    st = probe.stat(path)
-    if st is None:
-        return None
-    got = _PARENT_OF.get(path)
-    if got is not None and got[0] == st.st_size and got[1] == st.st_mtime_ns:
-        return got[2]
-    meta = first_meta(path, probe)
-    parent = parent_thread_of(meta) if meta is not None else None
-    if len(_PARENT_OF) >= _PARENT_CACHE_MAX:
-        _PARENT_OF.clear()
-    _PARENT_OF[path] = (st.st_size, st.st_mtime_ns, parent)
-    return parent
-
-
-def first_meta(path: str, probe: Probe | None = None) -> dict[str, Any] | None:
-    """The ``session_meta`` payload of a rollout's first lines, or None."""
-    head = (probe or Probe()).head(path, _HEAD)
-    for raw in head.split(b"\n")[:5]:
-        try:
-            v = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(v, dict) and v.get("type") == "session_meta" and isinstance(v.get("payload"), dict):
-            return v["payload"]
-    return None
-
-
 def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: int, seen: frozenset[str]) -> None:
     s = b.session
     probe = b.probe
@@ -1025,37 +970,6 @@ def _link_children(b: SessionBuilder, root: Path, options: ReadOptions, depth: i
 
 
 # ---------------------------------------------------------------- listing
-
-
-def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None = None) -> list[Path]:
-    """The Codex rollouts under ``root`` (``sessions/**/rollout-*.jsonl``,
-    ``archived_sessions/``, ``.jsonl.zst``), one per thread, sub-agent threads
-    left to their parent; a file is itself when it is a Codex record."""
-    diags = diagnostics if diagnostics is not None else []
-    p = Path(os.path.abspath(os.fspath(root)))
-    if fs.isfile(p):
-        return [p] if isinstance(sniff(Probe(), p, "*"), Match) else []
-    out: dict[str, Path] = {}
-    children = 0
-    probe = Probe()
-    # each folder's names come sorted (tree.walk_sorted); a path is made only for a rollout's name
-    for dirpath, _dirnames, filenames in tree.walk_sorted(p, onerror=lambda e: diags.append(
-            Diagnostic("codex.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
-        if not tree.any_starting(filenames, "rollout-"):
-            continue  # no rollout here: one search, not a test per name
-        for name in filenames:
-            if not name.startswith("rollout-") or not name.endswith((".jsonl", ".jsonl.zst")):
-                continue
-            fs_ = tree.join(dirpath, name)
-            stem = name[: -len(".zst")] if name.endswith(".zst") else name
-            if name.endswith(".jsonl"):
-                if parent_of(fs_, probe):
-                    children += 1
-                    continue
-                out[stem] = Path(fs_)  # the plain file wins over its compressed copy
-            else:
-                out.setdefault(stem, Path(fs_))
-    return sorted(out.values())
 
 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from ...diagnostics import ERROR, INFO, WARNING, Diagnostic
+from ...diagnostics import ERROR, INFO, WARNING
 from ...jsonio import MISSING, loads
 from ...model import (
     ACTION,
@@ -38,11 +38,9 @@ from ...reading.listing import session_row
 from ...reading.builder import SessionBuilder
 from ...reading.io import iter_jsonl
 from ...reading import tree
-from ...reading.probe import Probe
-from ...registry import Match
 from ...steps import render_action
 from ...vocab.gemini import GEMINI_TOOLS
-from .detect import INJECTED_PREFIXES, MAX_SUBAGENT_DEPTH, NAME, NOTICES, sniff
+from .detect import INJECTED_PREFIXES, MAX_SUBAGENT_DEPTH, NAME, NOTICES
 
 # ---------------------------------------------------------------- helpers
 
@@ -602,32 +600,6 @@ def _spawn_step(s: Session, st: Step) -> bool:
 
 
 # ---------------------------------------------------------------- listing and context
-
-
-def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None = None) -> list[Path]:
-    """The Gemini CLI sessions under ``root`` (``tmp/<project>/chats/*.json[l]``);
-    sub-agent sessions (in ``chats/<session id>/``) are left to their parent."""
-    diags = diagnostics if diagnostics is not None else []
-    p = Path(os.path.abspath(os.fspath(root)))
-    probe = Probe()
-    if fs.isfile(p):
-        return [p] if isinstance(sniff(probe, p, "*"), Match) else []
-    out = []
-    # each folder's names come sorted (tree.walk_sorted): only a chats/ folder's files are looked at
-    for dirpath, dirnames, filenames in tree.walk_sorted(p, onerror=lambda e: diags.append(
-            Diagnostic("gemini.unreadable-dir", f"cannot list: {e.strerror or e}", WARNING, file=getattr(e, "filename", None)))):
-        if not dirpath.endswith(_CHATS):
-            continue
-        dirnames[:] = []  # sub-agent folders belong to their parent session
-        for name in filenames:
-            if name.endswith((".json", ".jsonl")):
-                f = Path(tree.join(dirpath, name))
-                if isinstance(sniff(probe, f, "*"), Match):
-                    out.append(f)
-    return out
-
-
-_CHATS = os.sep + "chats"
 
 
 def summarize(root: str | os.PathLike, max_file_bytes: int = 1 << 30) -> dict[str, Any]:
