@@ -374,7 +374,10 @@ def any_starting(names: tuple[str, ...] | list[str], prefix: str | tuple[str, ..
         return True
     if isinstance(prefix, str):
         return "\0" + prefix in joined
-    return any("\0" + p in joined for p in prefix)
+    for p in prefix:
+        if "\0" + p in joined:
+            return True
+    return False
 
 
 def identity(path: str) -> tuple[int, int]:

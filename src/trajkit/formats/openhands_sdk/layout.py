@@ -215,9 +215,6 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     return found
 
 
-_EVENT_PREFIXES = ("event-", "event_")
-
-
 def _holds_conversation(d: str, listing: tree.Folder) -> bool:
     """``is_conversation_dir(d) or is_bare_event_dir(d)`` for a folder being
     walked, answered from its listing (:func:`trajkit.reading.tree.folder`)
@@ -239,7 +236,7 @@ def _holds_conversation(d: str, listing: tree.Folder) -> bool:
     # a bare folder of event files (is_bare_listing; events/ is not here): most folders have no name
     # starting so (one search each), the rest are matched name by name
     return any(
-        tree.any_starting(names, _EVENT_PREFIXES)
+        tree.any_starting(names, "event")  # what both event name forms start with
         and any((n.startswith("event-") and EVENT_NAME.match(n)) or (n.startswith("event_") and CLOUD_EVENT_NAME.match(n))
                 for n in names)
         for names in (dirs, nondirs))
