@@ -31,19 +31,28 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
     if fs.isdir(p / "projects"):
         p = p / "projects"
     out: list[Path] = []
-    is_session_name = layout.is_session_name
-    kind_in = layout.file_kind_in
+    agent_file = layout.AGENT_FILE.match
+    kind_listed = layout.kind_of_listed
 
-    def project(d: str, listing: read_tree.Folder) -> None:
+    def project(d: str, dp: Path, listing: read_tree.Folder) -> None:
         # layout.session_files, from the folder's sorted listing; paths stay strings until one is a session
+        # (made as dp / name: a child of the folder's Path parses one part, where Path(str) parses them all)
         probe.listdir(d)  # the probe knows the folder's names (companion_owner asks them for its sub-folders)
         base = d if d.endswith(os.sep) else d + os.sep
-        _dirs, nondirs, odd, _links = listing
+        _dirs, nondirs, odd, links = listing
         known = read_tree.file_answers(d, layout.FILE_KIND)  # the folder's answers, looked up once
         for n in nondirs:
-            if is_session_name(n) and n not in odd and kind_in(base, n, known, probe)[0] is not None:
-                out.append(Path(base + n))
-        probe.drop_heads()  # the folder is decided: a walk of a big tree must not keep every file's head
+            # layout.is_session_name, inlined: a project folder of a big corpus holds thousands of names
+            if n.endswith(".jsonl") and not (n.startswith("agent-") and agent_file(n)) and n not in odd:
+                got = known.get(n) if known is not None else None
+                if got is None:
+                    # read here, not through the probe: no other sniff of this walk shares the head
+                    got = kind_listed(base + n, n not in links, probe)
+                    if known is not None:
+                        known[n] = got
+                if got[0] is not None:
+                    out.append(dp / n)
+        probe.drop_heads()  # what the long way read (big and empty files): a walk of a big tree must not keep them
 
     top = str(p)
     try:
@@ -52,14 +61,14 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
         diags.append(Diagnostic("claude-code.dir-unreadable", f"cannot list: {e.strerror or e}", WARNING, file=top))
         listing = None
     if listing is not None:
-        project(top, listing)
+        project(top, p, listing)
         base = top if top.endswith(os.sep) else top + os.sep
         for name in listing[0]:  # the project folders (symlinks followed), in name order
             d = base + name
             if layout.companion_owner(d, probe) is not None:
                 continue
             try:
-                project(d, read_tree.folder(d))
+                project(d, p / name, read_tree.folder(d))
             except OSError:
                 continue  # no names: no session files
     if not out:

@@ -20,8 +20,11 @@ import re
 from pathlib import Path
 
 import orjson
+from orjson import JSONDecodeError as _DecodeError
+from orjson import loads as _loads
 
 from ...reading import tree as _tree
+from ...reading.io import head as _read_head
 from ...reading.probe import HEAD_LINES, NOT_DECODED, HeadLines, Probe
 
 TRANSCRIPT = "transcript"
@@ -52,11 +55,14 @@ def kind_of_lines(data: bytes) -> tuple[str | None, str]:
 def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
     """:func:`kind_of_lines` of a head already cut into lines (:meth:`Probe.lines`,
     whose decoded lines other formats' sniffs share)."""
-    transport = 0
-    seen = 0
+    return _kind_from(head, 0, 0, 0)
+
+
+def _kind_from(head: HeadLines, start: int, seen: int, transport: int) -> tuple[str | None, str]:
+    # kind_of_head from line `start` on, `seen` object lines looked at before it, `transport` of them transport lines
     value = head.value
     span = head.span  # lines found as they are asked for: most files decide on their first line
-    for i in range(SNIFF_LINES):
+    for i in range(start, SNIFF_LINES):
         got = span(i)
         if got is None:
             break
@@ -68,26 +74,56 @@ def kind_of_head(head: HeadLines) -> tuple[str | None, str]:
         if not isinstance(row, dict):
             return None, "a line is no JSON object"
         seen += 1
-        t = row.get("type")
-        if t == "system" and row.get("subtype") == "init" and ("claude_code_version" in row or "session_id" in row):
-            return STREAM, 'a {"type": "system", "subtype": "init"} line with claude_code_version / session_id'
-        if t in ("user", "assistant") and isinstance(row.get("message"), dict) and "content" in row["message"]:
-            if "payload" in row or "sessionId" in row and "projectHash" in row:
-                return None, "user/assistant lines in another harness's envelope"
-            if "session_id" in row or "parent_tool_use_id" in row or "tool_use_result" in row:
-                return STREAM, "user/assistant lines with snake_case session_id / parent_tool_use_id"
-            return TRANSCRIPT, f"a {t!r} line with a message object holding content"
-        if t == "result" and ("modelUsage" in row or "total_cost_usd" in row or "num_turns" in row):
-            return STREAM, "a result line with modelUsage / total_cost_usd"
-        if t in TRANSPORT_TYPES and ("uuid" in row or "sessionId" in row or "leafUuid" in row or "messageId" in row):
-            transport += 1
-        elif t == "system" and "sessionId" in row and "uuid" in row:
-            transport += 1
-        elif t not in TRANSPORT_TYPES and t not in ("system", "rate_limit_event"):
-            return None, f"a line of type {t!r}"
+        said = _row_kind(row)
+        if said.__class__ is tuple:
+            return said  # type: ignore[return-value]
+        transport += said  # type: ignore[operator]
     if transport and transport == seen:
         return TRANSCRIPT, "only Claude Code transport lines (snapshots, summaries, queue operations)"
     return None, "no user/assistant line with a message, no system/init line"
+
+
+def _row_kind(row: dict) -> tuple[str | None, str] | int:
+    """What one JSON object line says: the file's kind and why when it decides,
+    else 1 for a Claude Code transport line and 0 for a line that says nothing."""
+    t = row.get("type")
+    if t == "system" and row.get("subtype") == "init" and ("claude_code_version" in row or "session_id" in row):
+        return STREAM, 'a {"type": "system", "subtype": "init"} line with claude_code_version / session_id'
+    if t in ("user", "assistant") and isinstance(row.get("message"), dict) and "content" in row["message"]:
+        if "payload" in row or "sessionId" in row and "projectHash" in row:
+            return None, "user/assistant lines in another harness's envelope"
+        if "session_id" in row or "parent_tool_use_id" in row or "tool_use_result" in row:
+            return STREAM, "user/assistant lines with snake_case session_id / parent_tool_use_id"
+        return TRANSCRIPT, f"a {t!r} line with a message object holding content"
+    if t == "result" and ("modelUsage" in row or "total_cost_usd" in row or "num_turns" in row):
+        return STREAM, "a result line with modelUsage / total_cost_usd"
+    if t in TRANSPORT_TYPES and ("uuid" in row or "sessionId" in row or "leafUuid" in row or "messageId" in row):
+        return 1
+    if t == "system" and "sessionId" in row and "uuid" in row:
+        return 1
+    if t not in TRANSPORT_TYPES and t not in ("system", "rate_limit_event"):
+        return None, f"a line of type {t!r}"
+    return 0
+
+
+def kind_of_bytes(data: bytes) -> tuple[str | None, str]:
+    """:func:`kind_of_lines` of a head no other sniff shares (a walk's own
+    read): the first line is decoded here, without cutting the head into
+    :class:`HeadLines`, and most files decide on it; the others go on from the second line."""
+    nl = data.find(b"\n")
+    line = (data if nl < 0 else data[:nl]).strip()  # what HeadLines.value(0) decodes
+    if line[:1] == b"{":
+        try:
+            row = _loads(line)
+        except _DecodeError:
+            return _kind_from(HeadLines(data), 1, 0, 0)  # line 0 does not decode: it says nothing
+        if not isinstance(row, dict):
+            return None, "a line is no JSON object"
+        said = _row_kind(row)
+        if said.__class__ is tuple:
+            return said  # type: ignore[return-value]
+        return _kind_from(HeadLines(data), 1, 1, said)  # type: ignore[arg-type]
+    return _kind_from(HeadLines(data), 1, 0, 0)
 
 
 #: The name of :func:`file_kind`'s answers kept per folder (:func:`~trajkit.reading.tree.file_answers`).
@@ -120,6 +156,19 @@ def file_kind_in(base: str, name: str, known: dict[str, object] | None, probe: P
     if got is None:
         got = known[name] = _file_kind(base + name, probe)
     return got  # type: ignore[return-value]
+
+
+def kind_of_listed(p: str, regular: bool, probe: Probe) -> tuple[str | None, str]:
+    """:func:`file_kind` of a file its walk's folder listing holds, without
+    the probe's head cache (for a walk that would drop the head unshared):
+    one read, and the first line decoded without cutting the head into lines
+    (:func:`kind_of_bytes`). ``regular``: the listing says a regular file,
+    no symlink (no ``fstat``). Empty heads and heads of 64 KiB or more take
+    :func:`file_kind`'s long way."""
+    data = _read_head(p, 1 << 16, regular)
+    if len(data) == 1 << 16 or not data or data.isspace():
+        return _file_kind(p, probe)
+    return kind_of_bytes(data)
 
 
 def _file_kind(p: str, probe: Probe) -> tuple[str | None, str]:
