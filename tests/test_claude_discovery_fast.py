@@ -4,6 +4,8 @@
   :func:`layout.kind_of_head` over every file of the corpus, the fixtures and hand-made heads (cut,
   binary, empty, blank, invalid first lines, transport-only files, no newline, a list line);
 - :func:`layout.kind_of_listed` (one read outside the probe) against the probe's :func:`layout.file_kind`;
+- the sniff inside a discovery (regular files and a folder's session names from the shared listing's
+  split, companion answers shared by every probe) against a fresh probe outside one, for every path;
 - ``find_sessions`` inside and outside a shared listing, over a tree of hard cases whose sessions are
   written out by hand.
 """
@@ -168,3 +170,66 @@ def test_find_sessions_in_a_discovery_is_the_long_way(hard):
             assert sorted(known) == names
             for n, got in known.items():
                 assert got == layout.file_kind(hard / n, Probe()), n
+
+
+def _every_path(root: Path) -> list[Path]:
+    out = [root]
+    for d, dirs, names in os.walk(root):
+        out += [Path(d) / n for n in sorted(dirs + names)]
+    return out
+
+
+@pytest.mark.parametrize("verdicts_first", [False, True])
+def test_the_sniff_in_a_discovery_is_a_fresh_probe_outside(hard, verdicts_first):
+    """Every path asked as discovery asks it (one probe per folder, which lists the folder first; with
+    find_sessions' verdicts kept or not) answers as a fresh probe does outside a discovery."""
+    roots = [hard.parent.parent, CORPUS / "claude_code", REPO / "src" / "trajkit" / "formats" / "fixtures" / "claude-code",
+             CORPUS / "codex", CORPUS / "openhands_sdk"]
+    paths = [p for r in roots for p in _every_path(r)]
+    want = {p: layout.session_root(p, Probe()) for p in paths}
+    assert {w[1] for w in want.values()} >= {
+        "a JSON file outside a session's companion folder", "a project folder holding several sessions; name one (trajkit ls lists them)",
+        "the companion folder of S.jsonl", "inside the companion folder of S.jsonl", "not a file or a directory",
+        "an empty session file named like one", "a trial folder whose agent/claude-code.txt is a stream-json log",
+        "a project folder holding one session, a.jsonl"}
+    with tree.shared_listings():
+        if verdicts_first:
+            for r in roots:
+                find_sessions(r)
+        by_folder: dict[Path, list[Path]] = {}
+        for p in paths:
+            by_folder.setdefault(p.parent, []).append(p)
+        for folder, ps in by_folder.items():
+            probe = Probe()
+            probe.listdir(folder)
+            if folder.is_dir():  # the names of its regular files come from the shared listing
+                assert layout._listed_files(str(folder), probe)[1] == {n for n in os.listdir(folder) if (folder / n).is_file()}
+            for p in ps:
+                assert layout.session_root(p, probe) == want[p], p
+                assert layout.session_root(Path(str(p)), probe) == want[p], p  # asked again
+        # and a probe that did not list the folder first
+        for p in paths:
+            assert layout.session_root(p, Probe()) == want[p], p
+
+
+def test_companion_answers_are_shared_by_the_probes_of_a_discovery(hard):
+    inside = hard / "S" / "workflows"
+    want = layout.companion_owner(inside, Probe())
+    assert want == hard / "S.jsonl"
+    with tree.shared_listings():
+        for _ in tree.walk_sorted(hard):  # listed, as discovery's walks list a tree before leaving it
+            pass
+        first = Probe()
+        assert layout.companion_owner(inside, first) == want
+        assert first.calls > 0
+        again = Probe()
+        assert layout.companion_owner(inside, again) == want and again.calls == 0  # nothing looked at again
+        assert layout.companion_owner(hard / "one", again) is None
+        tree.release(str(hard))  # the walk left the folder: its answers go with its listing
+        assert tree.file_answers(str(hard), layout.COMPANION_OF) == {}
+        assert tree.file_answers(str(hard / "S"), layout.COMPANION_OWNER) == {}
+        later = Probe()
+        assert layout.companion_owner(inside, later) == want and later.calls > 0
+    # outside a discovery each probe looks for itself
+    probe = Probe()
+    assert layout.companion_owner(inside, probe) == want and probe.calls > 0

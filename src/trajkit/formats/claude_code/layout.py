@@ -201,11 +201,29 @@ def companion_owner(path: str | os.PathLike, probe: Probe) -> Path | None:
     ``X.jsonl`` beside it and a ``subagents`` or ``workflows`` folder in it.
     Asked once per folder and probe (detection asks it of every file in a folder)."""
     p = os.fspath(path)  # strings, not Path objects: detection asks this of every file it walks past
-    key = ("claude-code.companion_owner", p)
+    key = (COMPANION_OWNER, p)
     got = probe.memo.get(key, probe)  # the probe itself: not asked yet
     if got is probe:
-        got = probe.memo[key] = _companion_owner(p, probe)
+        # inside a discovery, kept for all its probes (one per folder walked) as long as the listing around it
+        parent, name = os.path.split(p)
+        shared = _tree.file_answers(parent, COMPANION_OWNER) if name else None
+        if shared is None:
+            got = _companion_owner(p, probe)
+        else:
+            got = shared.get(name, probe)
+            if got is probe:
+                got = shared[name] = _companion_owner(p, probe)
+        probe.memo[key] = got
     return got
+
+
+#: The name of :func:`companion_owner`'s answers kept per folder for a discovery (by the sub-folder's name).
+COMPANION_OWNER = "claude-code.companion_owner"
+
+
+#: The name of :func:`_companion_at`'s answers kept per folder for a discovery
+#: (:func:`~trajkit.reading.tree.file_answers` of the folder around, by the sub-folder's name).
+COMPANION_OF = "claude-code.companion_of"
 
 
 def _companion_owner(p: str, probe: Probe) -> Path | None:
@@ -215,10 +233,20 @@ def _companion_owner(p: str, probe: Probe) -> Path | None:
         if parent == p:
             return None
         # each folder's own answer is kept: the folders of one walk share their ancestors
-        key = ("claude-code.companion_of", p)
+        key = (COMPANION_OF, p)
         main = memo.get(key, probe)
         if main is probe:
-            main = memo[key] = _companion_at(p, parent, probe)
+            # and inside a discovery, kept for all its probes (one per folder walked) as long as the listing around
+            # it: the tree is taken as it was first seen, so the answer does not depend on which probe asks
+            shared = _tree.file_answers(parent, COMPANION_OF)
+            if shared is None:
+                main = _companion_at(p, parent, probe)
+            else:
+                name = os.path.basename(p)
+                main = shared.get(name, probe)
+                if main is probe:
+                    main = shared[name] = _companion_at(p, parent, probe)
+            memo[key] = main
         if main is not None:
             return Path(main)
         p = parent
@@ -268,6 +296,19 @@ def _session_names(d: str, probe: Probe) -> list[str]:
     return sorted(n for n in names if is_session_name(n) and probe.is_file(os.path.join(d, n)))
 
 
+def _listed_session_names(d: str) -> list[str]:
+    """:func:`_session_names` inside a discovery, from the shared listing's
+    split (sorted, typed once per discovery): the probe lists ``d`` from that
+    same listing, and is a regular file (symlinks followed) exactly when it is
+    a non-folder that is not odd."""
+    try:
+        _dirs, nondirs, odd, _links = _tree.folder(d)
+    except OSError:
+        return []  # not listable: no names, as probe.listdir says
+    return [n for n in nondirs if n.endswith(".jsonl") and not (n.startswith("agent-") and AGENT_FILE.match(n))
+            and n not in odd]
+
+
 def session_files(directory: Path, probe: Probe) -> list[Path]:
     """The main transcripts directly in a project folder (not ``agent-*``)."""
     return [directory / n for n in _session_names(os.fspath(directory), probe)]
@@ -277,21 +318,50 @@ def session_root(candidate: Path, probe: Probe) -> tuple[Path | None, str]:
     """The session file a path belongs to (the path itself for a standalone
     file), and why; None when the path is no Claude Code session. Asked once
     per path and probe (a folder can hit several of the format's fingerprints)."""
-    key = ("claude-code.session_root", os.fspath(candidate))
+    key = (_SESSION_ROOT, os.fspath(candidate))
+    memo = probe.memo
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = _session_root(candidate, key[1], probe)
+    return got
+
+
+_SESSION_ROOT = "claude-code.session_root"
+_LISTED = "claude-code.listed_files"
+
+
+def _listed_files(folder: str, probe: Probe) -> tuple[dict[str, object] | None, frozenset[str] | None]:
+    """A folder's :func:`file_kind` answers (``tree.file_answers``) and, when
+    ``probe`` has listed it inside a discovery, the names of its regular files
+    (symlinks followed: what :meth:`Probe.is_file` answers from that listing),
+    from the shared listing's split (:func:`~trajkit.reading.tree.folder`);
+    ``(None, None)`` outside a discovery. Once per folder and probe: detection
+    asks it of every file of the folder."""
+    key = (_LISTED, folder)
     got = probe.memo.get(key)
     if got is None:
-        got = probe.memo[key] = _session_root(candidate, key[1], probe)
-    return got
+        known = _tree.file_answers(folder, FILE_KIND)
+        regular = None
+        if known is not None and probe.listed(folder):
+            try:
+                _dirs, nondirs, odd, _links = _tree.folder(folder)  # the probe's listing, split once per discovery
+            except OSError:
+                pass  # not listable: the probe says so per path
+            else:
+                regular = frozenset(nondirs).difference(odd) if odd else frozenset(nondirs)
+        got = probe.memo[key] = (known, regular)
+    return got  # type: ignore[return-value]
 
 
 def _session_root(candidate: Path, cs: str, probe: Probe) -> tuple[Path | None, str]:
     # strings while looking (``cs`` is ``candidate``'s): detection asks this of every file it meets
-    if probe.is_file(cs):
-        folder, name = os.path.split(cs)
+    folder, name = os.path.split(cs)
+    known, regular = _listed_files(folder, probe)
+    if name in regular if regular is not None else probe.is_file(cs):
         owner = companion_owner(folder, probe)
         if owner is not None:
             return owner, f"inside the companion folder of {owner.name}"
-        if AGENT_FILE.match(name):
+        if name.startswith("agent-") and AGENT_FILE.match(name):
             main = session_of_agent_file(Path(cs), probe)
             if main is not None:
                 return main, f"a project-level sub-agent file of {main.name}"
@@ -299,7 +369,7 @@ def _session_root(candidate: Path, cs: str, probe: Probe) -> tuple[Path | None, 
             return None, "not a JSON Lines file"
         if name.endswith(".json"):
             return None, "a JSON file outside a session's companion folder"
-        kind, why = file_kind_in(cs[:len(cs) - len(name)], name, _tree.file_answers(folder, FILE_KIND), probe)
+        kind, why = file_kind_in(cs[:len(cs) - len(name)], name, known, probe)
         if kind is None:
             return None, why
         return candidate, why
@@ -322,10 +392,11 @@ def _session_root(candidate: Path, cs: str, probe: Probe) -> tuple[Path | None, 
             if kind == STREAM:
                 return candidate, f"a trial folder whose agent/{STREAM_NAME} is a stream-json log"
     mains = []
-    for n in _session_names(cs, probe):
-        m = os.path.join(cs, n)
-        if file_kind(m, probe)[0] is not None:
-            mains.append(m)
+    known = _tree.file_answers(cs, FILE_KIND)
+    base = cs if cs.endswith(os.sep) else cs + os.sep
+    for n in _session_names(cs, probe) if known is None else _listed_session_names(cs):
+        if file_kind_in(base, n, known, probe)[0] is not None:
+            mains.append(base + n)
             if len(mains) > 1:
                 break
     if len(mains) == 1:
