@@ -170,6 +170,10 @@ def test_find_sessions_in_a_discovery_is_the_long_way(hard):
             assert sorted(known) == names
             for n, got in known.items():
                 assert got == layout.file_kind(hard / n, Probe()), n
+            # each regular file read keeps its first bytes on its listing entry (tree.note_head), as Probe.head
+            # does, for the walks after this one (openhands-eval rules its *.jsonl out from them)
+            assert tree.prefixes(str(hard)) == {n: (hard / n).read_bytes()[:tree.PREFIX] for n in names
+                                                if not (hard / n).is_symlink()}
 
 
 def _every_path(root: Path) -> list[Path]:

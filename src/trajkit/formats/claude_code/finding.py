@@ -41,15 +41,21 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
         base = d if d.endswith(os.sep) else d + os.sep
         _dirs, nondirs, odd, links = listing
         known = read_tree.file_answers(d, layout.FILE_KIND)  # the folder's answers, looked up once
+        entries = None
         for n in nondirs:
             # layout.is_session_name, inlined: a project folder of a big corpus holds thousands of names
             if n.endswith(".jsonl") and not (n.startswith("agent-") and agent_file(n)) and n not in odd:
                 got = known.get(n) if known is not None else None
                 if got is None:
                     # read here, not through the probe: no other sniff of this walk shares the head
-                    got = kind_listed(base + n, n not in links, probe)
-                    if known is not None:
-                        known[n] = got
+                    regular = n not in links
+                    if known is None:
+                        got = kind_listed(base + n, regular, probe)
+                    else:
+                        if entries is None:
+                            entries = {e.name: e for e in read_tree.scandir(d)}  # the shared listing's entries
+                        # the file's first bytes kept on its entry, as Probe.head keeps them, for the walks after this one
+                        got = known[n] = kind_listed(base + n, regular, probe, entries.get(n) if regular else None)
                 if got[0] is not None:
                     out.append(dp / n)
         probe.drop_heads()  # what the long way read (big and empty files): a walk of a big tree must not keep them

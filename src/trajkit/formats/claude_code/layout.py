@@ -158,14 +158,18 @@ def file_kind_in(base: str, name: str, known: dict[str, object] | None, probe: P
     return got  # type: ignore[return-value]
 
 
-def kind_of_listed(p: str, regular: bool, probe: Probe) -> tuple[str | None, str]:
+def kind_of_listed(p: str, regular: bool, probe: Probe, entry: object = None) -> tuple[str | None, str]:
     """:func:`file_kind` of a file its walk's folder listing holds, without
     the probe's head cache (for a walk that would drop the head unshared):
     one read, and the first line decoded without cutting the head into lines
     (:func:`kind_of_bytes`). ``regular``: the listing says a regular file,
     no symlink (no ``fstat``). Empty heads and heads of 64 KiB or more take
-    :func:`file_kind`'s long way."""
+    :func:`file_kind`'s long way. ``entry``: the file's shared listing entry,
+    which keeps the head's first bytes (:func:`~trajkit.reading.tree.note_head`,
+    as :meth:`Probe.head` does) for the walks after this one."""
     data = _read_head(p, 1 << 16, regular)
+    if entry is not None:
+        _tree.note_head(entry, data)
     if len(data) == 1 << 16 or not data or data.isspace():
         return _file_kind(p, probe)
     return kind_of_bytes(data)
