@@ -900,6 +900,7 @@ def detect(
     top = -sys.maxsize  # winner_only: the highest priority matched so far
     for depth, cand in enumerate(_candidates(p, ancestors)):
         cs = str(cand)
+        probe.name(cand, cs)  # the sniffs' asks about the candidate skip os.fspath
         is_dir = probe.is_dir(cs)
         name = cand.name
         rel_first = p.relative_to(cand).parts[0] if depth else None
@@ -1105,6 +1106,8 @@ class EntryDetector:
         top = None  # the priority of the first match
         first = None  # the first match at that priority (a weak one: a strong one returns at once)
         cand = candidate
+        if cand is not None:
+            probe.name(cand, cs)  # the sniffs' asks about it skip os.fspath
         for f, fps in groups:
             if top is not None and f.priority < top:
                 break  # priority outranks strength: no format of a lower one can win
@@ -1113,6 +1116,7 @@ class EntryDetector:
                     continue
                 if cand is None:
                     cand = Path(cs)
+                    probe.name(cand, cs)
                 try:
                     m = f.sniff(probe, cand, fp)
                 except Exception:  # a sniff must not take detection down (detect records it; discovery does not)
