@@ -184,6 +184,7 @@ def test_a_named_path_is_asked_as_its_string(odd_folder: Path):
         probe.name(p, str(p))
         assert probe.is_file(p) == os.path.isfile(p) and probe.is_dir(p) == os.path.isdir(p), n
         assert probe.exists(p) == os.path.exists(p) and probe.stat(p) == probe.stat(str(p)), n
+        assert probe.fspath(p) == str(p) and probe.fspath(str(p)) == str(p)
         other = Path(str(p))  # an equal Path that was not named: asked through os.fspath, same answers
         assert probe.is_file(other) == probe.is_file(p) and probe.exists(other) == probe.exists(p), n
     assert probe.head(odd_folder / "f.json", 10) == b"{}"

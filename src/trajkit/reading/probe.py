@@ -165,6 +165,11 @@ class Probe:
         self._named = path
         self._named_s = s
 
+    def fspath(self, path: str | os.PathLike) -> str:
+        """``os.fspath(path)``, without its Python-level calls for the path last
+        :meth:`name`-d (the candidate detection hands the sniffs)."""
+        return self._named_s if path is self._named else _fspath(path)
+
     def _list(self, p: str) -> list[str] | None:
         # one scandir serves listdir() and scan(): the entries keep their type
         self.calls += 1
