@@ -900,6 +900,7 @@ def detect(
     top = -sys.maxsize  # winner_only: the highest priority matched so far
     for depth, cand in enumerate(_candidates(p, ancestors)):
         cs = str(cand)
+        probe.name(cand, cs)  # the sniffs' asks about the candidate skip os.fspath
         is_dir = probe.is_dir(cs)
         name = cand.name
         rel_first = p.relative_to(cand).parts[0] if depth else None
@@ -982,19 +983,64 @@ def _file_end(fp: str) -> str:
     return fp[cut + 1:]
 
 
-def _names_by_suffix(probe: Probe, cs: str, names: list[str]) -> dict[str, list[str]]:
+def _joined_names(probe: Probe, cs: str, names: list[str]) -> str:
     """The names of the folder ``cs`` that a glob's ``*`` can match (not
-    hidden), grouped by their suffix (the last dot and what follows, ``""``
-    for none); made once per folder and probe (``probe.memo``)."""
-    key = ("names-by-suffix", cs)
+    hidden), each between NULs (``"\\0a\\0b\\0"``; ``""`` when there is none):
+    a glob part is then one search in C over the folder (:func:`_joined_test`),
+    where it was a Python-level test per name. Made once per folder and probe
+    (``probe.memo``)."""
+    key = ("names-joined", cs)
     got = probe.memo.get(key)
     if got is None:
-        got = probe.memo[key] = {}
-        for n in names:
-            if n[0] != ".":
-                dot = n.rfind(".")
-                got.setdefault(n[dot:] if dot >= 0 else "", []).append(n)
+        shown = [n for n in names if n[0] != "."]
+        got = probe.memo[key] = "\0" + "\0".join(shown) + "\0" if shown else ""
     return got
+
+
+@functools.lru_cache(maxsize=None)
+def _joined_test(part: str) -> Callable[[str], bool] | None:
+    """A test of a folder's :func:`_joined_names` that says whether one of
+    them matches the glob part ``part`` (as :func:`fnmatch.fnmatchcase` does;
+    no name holds a NUL or a ``/``): a substring test for ``*END`` and
+    ``START*``, a regular expression with each name between NULs for the rest;
+    None for a part it does not translate (a negated or unusual ``[...]``
+    set: the caller tests each name)."""
+    if part == "*":
+        return bool
+    pieces = part.split("*")
+    if "?" not in part and "[" not in part and len(pieces) == 2:
+        first, last = pieces
+        if not first:
+            needle = last + "\0"  # NUL only at its end: it lies inside one name, at the name's end
+            return lambda joined: needle in joined
+        if not last:
+            needle = "\0" + first
+            return lambda joined: needle in joined
+    out = ["\0"]
+    i, n = 0, len(part)
+    while i < n:
+        c = part[i]
+        i += 1
+        if c == "*":
+            out.append("[^\0]*")
+        elif c == "?":
+            out.append("[^\0]")
+        elif c == "[":
+            j = part.find("]", i)
+            stuff = part[i:j] if j > i else ""
+            if not stuff or stuff[0] in "!^" or any(ch in stuff for ch in "[\\") or any(
+                    pair in stuff for pair in ("--", "&&", "~~", "||")):
+                return None  # fnmatch's rules for these are subtler than this translation
+            out.append("[" + stuff + "]")
+            i = j + 1
+        else:
+            out.append(re.escape(c))
+    out.append("\0")
+    try:
+        search = re.compile("".join(out)).search
+    except re.error:  # a set such as [z-a]
+        return None
+    return lambda joined: search(joined) is not None
 
 
 class EntryDetector:
@@ -1019,8 +1065,9 @@ class EntryDetector:
         #: name suffix -> ((format, ((fingerprint, test or None for a sure hit), ...)), ...)
         self._by_end: dict[str, tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]] = {}
         #: each format with its fingerprints (what a folder is matched against), each as
-        #: (fingerprint, parsed parts, the literal end of a one-part glob, whether it is "*" + that end)
-        self._dirs = [(f, tuple((fp, parts, _file_end(fp), fp == "*" + _file_end(fp))
+        #: (fingerprint, parsed parts, the test of the folder's joined names for a first part with
+        #: a wildcard (:func:`_joined_test`; None: test each name))
+        self._dirs = [(f, tuple((fp, parts, _joined_test(parts[0][0]) if parts[0][1] is not None else None)
                                 for fp, parts in _dir_globs(tuple(f.fingerprints)))) for f in self._fmts]
 
     def _file_table(self, ext: str) -> tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]:
@@ -1055,25 +1102,23 @@ class EntryDetector:
         each as ``(fingerprint, None)`` (what :meth:`_file_table` gives a sure
         hit). Same answers as :func:`_fingerprint_hits`."""
         globs = probe.globs
-        for fp, parts, end, star_end in parsed:
+        for fp, parts, joined_test in parsed:
             first, match = parts[0]
             if match is None and not probe.has(cs, first):
                 continue  # the common case: a literal first part that is not there
             key = (cs, fp)  # several formats share a glob such as *.json: asked once per probe
             hit = globs.get(key)
             if hit is None:
-                if len(parts) > 1:
-                    hit = _glob_hit(cs, fp, probe)
-                elif match is None:
-                    hit = True  # a literal name, listed
-                else:  # one part: a name of the listing that is not hidden and matches (what _glob_hit says)
-                    hit = False
-                    for ext, group in _names_by_suffix(probe, cs, names).items():
-                        if not (ext.endswith(end) if len(end) <= len(ext) else end.endswith(ext)):
-                            continue  # no name ending in ext ends in `end`
-                        if (star_end and ext.endswith(end)) or any(match(n) for n in group):
-                            hit = True
-                            break
+                if match is None:
+                    hit = len(parts) == 1 or _glob_hit(cs, fp, probe)  # a literal name, listed
+                else:
+                    # a name of the listing that is not hidden and matches the first part (what _glob_hit asks first)
+                    if joined_test is not None:
+                        hit = joined_test(_joined_names(probe, cs, names))
+                    else:
+                        hit = any(n[0] != "." and match(n) for n in names)
+                    if hit and len(parts) > 1:
+                        hit = _glob_hit(cs, fp, probe)
                 globs[key] = hit
             if hit:
                 yield fp, None
@@ -1105,6 +1150,8 @@ class EntryDetector:
         top = None  # the priority of the first match
         first = None  # the first match at that priority (a weak one: a strong one returns at once)
         cand = candidate
+        if cand is not None:
+            probe.name(cand, cs)  # the sniffs' asks about it skip os.fspath
         for f, fps in groups:
             if top is not None and f.priority < top:
                 break  # priority outranks strength: no format of a lower one can win
@@ -1113,6 +1160,7 @@ class EntryDetector:
                     continue
                 if cand is None:
                     cand = Path(cs)
+                    probe.name(cand, cs)
                 try:
                     m = f.sniff(probe, cand, fp)
                 except Exception:  # a sniff must not take detection down (detect records it; discovery does not)

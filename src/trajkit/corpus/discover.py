@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -63,6 +64,15 @@ def _named(found: str | os.PathLike, found_abs: str, given: Path, given_abs: str
     return given / found_abs[len(inside):]
 
 
+def _abspath(s: str) -> str:
+    """``os.path.abspath(s)``; a path that is absolute and normalized already
+    (what the formats' walks list, below the absolute root they were given) is
+    returned as it is, without normpath's split and join."""
+    if s[:1] == os.sep and "//" not in s and os.sep + "." not in s and not s.endswith(os.sep):
+        return s
+    return os.path.abspath(s)
+
+
 def _root_is(match, cs: str) -> bool:
     """Whether ``match`` (a sniff's, for the entry ``cs``: absolute, without
     ``..``) names ``cs`` itself as the run's root."""
@@ -77,17 +87,48 @@ def _root_is(match, cs: str) -> bool:
         return False
 
 
+def _member_ids(fmt, match) -> list[str]:
+    """The sessions of the container file ``match`` found (a format declaring
+    ``members``), in the container's order; empty when it lists none (the
+    file then stands for itself)."""
+    from ..model import ReadOptions
+    from ..registry import list_members
+
+    return list_members(fmt, Path(match.root), ReadOptions()) or []
+
+
 def _expand(fmt, match, p: Path, member: str | None = None) -> list[Path]:
     """``p`` as the runs a batch verb goes over: each session of a container
     file (``PATH#ID``, for a format declaring ``members``) unless ``p`` names
     one already (``member``); ``[p]`` otherwise."""
     if member is not None or fmt.members is None:
         return [p]
-    from ..model import ReadOptions
-    from ..registry import list_members
-
-    ids = list_members(fmt, Path(match.root), ReadOptions())
+    ids = _member_ids(fmt, match)
     return [Path(f"{p}#{i}") for i in ids] if ids else [p]
+
+
+def _order(refs: list[tuple[str, RunRef]]) -> list[RunRef]:
+    """The runs of one walked path in path order: by the parts of each path
+    (the order of ``Path`` objects), a container's sessions in the container's
+    order beside its path. ``refs`` pairs each run with its path as a string
+    (``str(ref.path)``), which makes the key: the path with its separators made
+    NUL (no name holds one, so strings compare as the parts do) and the root
+    kept apart, where ``Path.parts`` was a Python-level call and a tuple per run."""
+    from ..registry import split_member
+
+    sep = os.sep
+    if sep != "/" or os.altsep is not None or any(s[:2] == "//" for s, _ in refs):
+        # a drive, or POSIX's "//" root: Path's own parts, as they are
+        refs.sort(key=lambda t: (Path(split_member(t[0])[0]) if "#" in t[1].path.name else t[1].path).parts)
+        return [r for _, r in refs]
+    keys = []
+    for s, _r in refs:
+        if "#" in s[s.rfind(sep) + 1:]:
+            s = split_member(s)[0]  # a container's session: at its container's place
+        k = s.replace(sep, "\0")
+        keys.append(sep + k if s[:1] == sep else k)  # ("/", "a", ...) before ("a", ...) as parts[0] "/" does
+    order = sorted(range(len(refs)), key=keys.__getitem__)  # stable: a container's sessions keep their order
+    return [refs[i][1] for i in order]
 
 
 def discover(
@@ -137,7 +178,12 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
     from ..reading import tree
     from ..reading.probe import Probe
     from ..registry import EntryDetector, detect, formats, split_member
-    from .archive import is_archive
+
+    # run archives are told by their suffix; the archive module (tarfile, zipfile, shutil, lzma...) loads only
+    # when they are asked for
+    is_archive = None
+    if archives:
+        from .archive import is_archive
 
     out: list[list[RunRef]] = []
     seen: set[str] = set()
@@ -155,22 +201,23 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
 
     for raw in paths:
         given = Path(raw)
+        raw_s = str(raw)
         refs: list[RunRef] = []
         if not fs.exists(split_member(given)[0]):
             out.append(refs)
             continue
-        if fs.isfile(given) and archives and is_archive(given):
-            add(refs, RunRef(given, ARCHIVE, None, str(raw)))
+        if archives and fs.isfile(given) and is_archive(given):
+            add(refs, RunRef(given, ARCHIVE, None, raw_s))
             out.append(refs)
             continue
-        if fs.isfile(given) and certificates and _looks_like_certificate(given):
-            add(refs, RunRef(given, CERTIFICATE, None, str(raw)))
+        if certificates and fs.isfile(given) and _looks_like_certificate(given):
+            add(refs, RunRef(given, CERTIFICATE, None, raw_s))
             out.append(refs)
             continue
         det = detect(given)
         if det.format is not None:
             for p in _expand(det.format, det.match, given, det.member):
-                add(refs, RunRef(p, RUN, det.format.name, str(raw)))
+                add(refs, RunRef(p, RUN, det.format.name, raw_s))
             out.append(refs)
             continue
         if not fs.isdir(given):
@@ -183,6 +230,20 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
         # the given path as written is the absolute one (the common case): a listed path, and an entry's Path,
         # is then already in the caller's form
         same = os.fspath(given) == given_s
+        given_inside = given_s if given_s.endswith(os.sep) else given_in
+        # the runs found, each with its path as a string (what orders them: _order)
+        found: list[tuple[str, RunRef]] = []
+
+        def add_walked(ref: RunRef, key: str, s: str) -> None:
+            # add(), for a run of the walked path, with the path's string form kept beside it
+            if key not in seen:
+                seen.add(key)
+                added[0] += 1
+                if collect:
+                    found.append((s, ref))
+                if on_found is not None:
+                    on_found(ref)
+
         claimed: list[str] = []  # resolved roots of sessions a format listed: not walked again
         for fmt in formats():
             if fmt.find_sessions is None:
@@ -195,13 +256,15 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                 if on_problem:
                     on_problem(f"{given}: {fmt.name}: cannot list sessions: {e.strerror or e}")
                 continue
-            for s in listed:
-                a = os.path.abspath(s)
-                p = _named(s, a, given, given_s, same)  # in the caller's form, from the strings
+            for ls in listed:
+                a = _abspath(os.fspath(ls))
+                p = _named(ls, a, given, given_s, same)  # in the caller's form, from the strings
                 # p's real path; the walks' shared listings know which of its parts are symlinks (given spelled
                 # with ".." is resolved as written: ".." after a symlink is not the folder the walks listed)
                 rp = fs.realpath(p) if dotdot else tree.realpath(a)
-                add(refs, RunRef(p, RUN, fmt.name, str(raw)), rp)
+                # its string: the absolute one when that is the caller's form (p is then found_abs, see _named)
+                add_walked(RunRef(p, RUN, fmt.name, raw_s), rp,
+                           a if same and a != given_s and a.startswith(given_inside) else str(p))
                 claimed.append(rp)
 
         claimed_set = set(claimed)
@@ -227,33 +290,39 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
         # The walk enters a folder only when no claimed root holds it, so an entry under the given root is inside
         # a claimed one when it is one itself (or the given root is): one set look-up instead of climbing its parents.
         root_claimed = bool(claimed) and inside_claimed(given_s)
+        detector = EntryDetector()  # the formats taken once, their name tables built once for the whole walk
+        winner = detector.winner
+        by_name = attrgetter("name")
 
-        def is_claimed(cs: str) -> bool:
-            if cs.startswith(given_in):
-                return root_claimed or real_given + cs[len(given_s):] in claimed_set
-            return inside_claimed(cs)
-
-        winner = EntryDetector().winner  # the formats taken once, their name tables built once for the whole walk
-
-        def walk(d: str, dp: Path, named: Path, depth: int, above: Probe | None = None) -> None:
-            # d: the folder, absolute; dp: it as a Path (what sniffs take); named: it in the caller's form;
-            # above: the probe of the folder above, whose detection of d may have read heads of d's files
+        def walk(d: str, dp: Path, named: Path, named_s: str, depth: int, above: Probe | None = None) -> None:
+            # d: the folder, absolute; dp: it as a Path (what sniffs take); named: it in the caller's form
+            # (named_s: as a string); above: the probe of the folder above, whose detection of d may have
+            # read heads of d's files
             probe = Probe()  # one per folder: its entries share the folder's listing, and it dies with the walk of it
             if above is not None:
                 probe.take_heads(above, d)
             try:
-                entries = sorted(tree.scandir(d), key=lambda e: e.name)
+                entries = sorted(tree.scandir(d), key=by_name)
             except OSError as e:
                 if on_problem:
                     on_problem(f"{named}: cannot list: {e.strerror or e}")
                 return
-            probe.listdir(d)  # the probe answers "is it there, a file, a folder" for these entries from this listing
+            # the probe answers "is it there, a file, a folder" for these entries (and their siblings, which
+            # sniffs ask about) from this listing, by path
+            probe.list_folder(d)
             inside = d if d.endswith(os.sep) else d + os.sep
+            # the real path of the folder's entries, as real() gives it, but once for the folder (None: ask each)
+            real_in = real_given + inside[len(given_s):] if inside.startswith(given_in) else None
+            # an entry's name in the caller's form as a string (what orders the runs: _order)
+            named_in = "" if named_s == "." else named_s if named_s.endswith(os.sep) else named_s + os.sep
             for entry in entries:
                 name = entry.name
-                cs = inside + name  # absolute: the walk starts from the given path made absolute
-                if (name.startswith(".") and name not in dot_names) or (claimed and is_claimed(cs)):
+                if name[0] == "." and name not in dot_names:
                     continue
+                cs = inside + name  # absolute: the walk starts from the given path made absolute
+                rs = real_in + name if real_in is not None else None  # its real path, when known by the folder's
+                if claimed and (root_claimed or rs in claimed_set if rs is not None else inside_claimed(cs)):
+                    continue  # is_claimed(cs)
                 before = added[0]
                 try:
                     is_dir = entry.is_dir()
@@ -265,32 +334,40 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
                         on_skip(named / name, "symlinked folder, not followed")
                     continue
                 if not is_dir and archives and is_archive(cs):
-                    add(refs, RunRef(named / name, ARCHIVE, None, str(raw)), real(cs))
+                    add_walked(RunRef(named / name, ARCHIVE, None, raw_s), rs or real(cs), named_in + name)
                     continue
                 if not is_dir and certificates and _looks_like_certificate(Path(cs)):
-                    add(refs, RunRef(named / name, CERTIFICATE, None, str(raw)), real(cs))
+                    add_walked(RunRef(named / name, CERTIFICATE, None, raw_s), rs or real(cs), named_in + name)
                     continue
                 c = dp / name  # cs as a Path: what sniffs take
                 # what detect(c, probe=probe, ancestors=0, winner_only=True) names, without its bookkeeping
                 # (a symlink whose target is not there is nothing, as detection says)
                 got = None if is_link and not probe.exists(cs) else winner(probe, cs, name, is_dir, c)
-                if got is not None and _root_is(got[1], cs):
+                if got is not None and (got[1].root is c or _root_is(got[1], cs)):
                     fmt, match = got
-                    for p in _expand(fmt, match, c if same else named / name):
-                        member = p.name[len(name):]  # "#ID" for a container's session, else ""
-                        add(refs, RunRef(p, RUN, fmt.name, str(raw)), None if is_link else real(cs) + member)
+                    p = c if same else named / name
+                    ns = cs if same else named_in + name
+                    key = None if is_link else rs or real(cs)
+                    ids = _member_ids(fmt, match) if fmt.members is not None else None
+                    if not ids:
+                        add_walked(RunRef(p, RUN, fmt.name, raw_s), key or fs.realpath(p), ns)
+                    else:
+                        for i in ids:  # each session of a container file, as PATH#ID
+                            pm = Path(f"{p}#{i}")
+                            m = pm.name[len(name):]  # "#ID"
+                            add_walked(RunRef(pm, RUN, fmt.name, raw_s), key + m if key else fs.realpath(pm), str(pm))
                 elif is_dir and depth < max_depth:
-                    walk(cs, c, c if same else named / name, depth + 1, probe)
+                    walk(cs, c, c if same else named / name, named_in + name, depth + 1, probe)
                 probe.drop_heads()
-                if on_skip and depth == 1 and added[0] == before and not (claimed and is_claimed(cs)):
+                if (on_skip and depth == 1 and added[0] == before
+                        and not (claimed and (root_claimed or rs in claimed_set if rs is not None else inside_claimed(cs)))):
                     what = "folder" if is_dir else "file"
                     on_skip(named / name, f"no known format: no run found in this {what}"
                             if is_dir else "no known format")
             tree.release(d)  # the last walk of this folder is done: the shared listing goes (RSS flat in the corpus' size)
 
-        walk(given_s, given_abs, given, 1)
+        walk(given_s, given_abs, given, str(given), 1)
         # a container's sessions stay in the container's order, beside its path
-        # (by the paths' parts: the order of Path objects, without a Python-level comparison per pair)
-        refs.sort(key=lambda r: (Path(split_member(r.path)[0]) if "#" in r.path.name else r.path).parts)
+        refs = _order(found) if found else refs
         out.append(refs)
     return [r for refs in out for r in refs]

@@ -24,10 +24,13 @@ from orjson import loads as _loads
 from . import fs as _fs
 from .fs import current as _mounted
 from .io import head as _head
+from .tree import held as _held
 from .tree import note_head as _note_head
 from .tree import scandir as _scandir
 
 _MISSING: Any = object()
+_fspath = os.fspath
+_SEP = os.sep
 #: The least a head read fetches (formats ask for 256 bytes to 1 MiB).
 _MIN_HEAD = 1 << 16
 #: How many lines of a head :class:`HeadLines` cuts apart (sniffs look at 40 to 64).
@@ -126,7 +129,7 @@ class Probe:
     """
 
     __slots__ = ("_ls", "_entries", "_index", "_known", "_scans", "_st", "_heads", "_lines", "_taken", "_taken_lines",
-                 "globs", "memo", "calls")
+                 "globs", "memo", "calls", "_named", "_named_s")
 
     def __init__(self) -> None:
         self._ls: dict[str, list[str] | None] = {}
@@ -149,6 +152,23 @@ class Probe:
         #: kept as long as the probe, which is as long as its cached listings and stats
         self.memo: dict[tuple[str, str], Any] = {}
         self.calls = 0
+        #: a path object whose string form is known (:meth:`name`), and that form
+        self._named: Any = _MISSING
+        self._named_s = ""
+
+    def name(self, path: os.PathLike, s: str) -> None:
+        """Say that the path object ``path`` (a ``Path`` made from ``s``) is
+        ``s``: asks about that very object take ``s`` instead of calling
+        ``os.fspath`` (two Python-level calls for a ``Path``), and sniffs ask
+        about the candidate they were handed again and again. One object at a
+        time, the last named; it is matched by identity, and the probe holds it."""
+        self._named = path
+        self._named_s = s
+
+    def fspath(self, path: str | os.PathLike) -> str:
+        """``os.fspath(path)``, without its Python-level calls for the path last
+        :meth:`name`-d (the candidate detection hands the sniffs)."""
+        return self._named_s if path is self._named else _fspath(path)
 
     def _list(self, p: str) -> list[str] | None:
         # one scandir serves listdir() and scan(): the entries keep their type
@@ -166,17 +186,32 @@ class Probe:
     def listdir(self, path: str | os.PathLike) -> list[str] | None:
         """The names in a directory (unsorted, as the OS gives them), or None
         when it cannot be listed."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         names = self._ls.get(p, _MISSING)
         if names is _MISSING:
             names = self._list(p)
+        return names
+
+    def list_folder(self, folder: str) -> list[str] | None:
+        """:meth:`listdir` of ``folder`` (a string, as the walk gives it), with
+        each of its entries known by its path (``folder/name``) from then on:
+        a walk asks about every entry of the folder it lists (its sniffs, about
+        the entry and its siblings), and each path is then one dict look-up
+        instead of a split and two."""
+        names = self._ls.get(folder, _MISSING)
+        if names is _MISSING:
+            names = self._list(folder)
+        entries = self._entries.get(folder)
+        if entries:
+            inside = folder if folder.endswith(_SEP) else folder + _SEP
+            self._known.update(zip([inside + e.name for e in entries], entries))
         return names
 
     def scan(self, path: str | os.PathLike) -> tuple[set[str], set[str]]:
         """(directory names, file names) in a directory, symlinks followed;
         both empty when it cannot be listed. Entries that are neither (a
         dangling symlink, a FIFO) are in :meth:`listdir` only."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         got = self._scans.get(p)
         if got is not None:
             return got
@@ -197,7 +232,7 @@ class Probe:
 
     def stat(self, path: str | os.PathLike) -> os.stat_result | None:
         """``os.stat`` (symlinks followed), or None when it fails."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         st = self._st.get(p, _MISSING)
         if st is _MISSING:
             self.calls += 1
@@ -223,8 +258,16 @@ class Probe:
         return got
 
     def _find_entry(self, p: str) -> Any:
-        parent, name = os.path.split(p)
+        i = p.rfind(_SEP)
+        if i > 0 and p[i - 1] != _SEP:  # what os.path.split gives, without its Python-level steps
+            parent, name = p[:i], p[i + 1:]
+        else:
+            parent, name = os.path.split(p)
         entries = self._entries.get(parent, _MISSING)
+        if entries is _MISSING and parent not in self._st:
+            held = _held(parent)  # a walk of this discovery listed the folder: its listing answers here too
+            if held is not None:
+                entries = self._entries[parent] = held
         if entries is _MISSING:
             st = self._st.get(parent, _MISSING)
             if st is None or (st is not _MISSING and not _stat.S_ISDIR(st.st_mode)):
@@ -251,7 +294,7 @@ class Probe:
         ``stat`` raises (twice its cost). For look-ups that mostly miss (a
         ``verifier/`` above a run, an ``X.jsonl`` beside an ancestor); False
         means "ask :meth:`is_file` / :meth:`is_dir`"."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         st = self._st.get(p, _MISSING)
         if st is not _MISSING:
             return st is None
@@ -273,7 +316,7 @@ class Probe:
     def exists(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` exists (symlinks followed); an entry of a listed
         folder that is no symlink is answered without a system call."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         if p not in self._st:
             e = self._entry(p)
             if e is not _MISSING and e is not None:
@@ -287,7 +330,7 @@ class Probe:
     def is_dir(self, path: str | os.PathLike) -> bool:
         """A directory (symlinks followed); answered from the parent's
         listing when there is one, without a system call."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         if p not in self._st:
             e = self._entry(p)
             if e is not _MISSING:
@@ -301,9 +344,11 @@ class Probe:
     def is_file(self, path: str | os.PathLike) -> bool:
         """A regular file (symlinks followed): not a FIFO, device or socket;
         answered from the parent's listing when there is one."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         if p not in self._st:
-            e = self._entry(p)
+            e = self._known.get(p, _MISSING)  # _entry(p), its common case inline: asked ~4 times per file walked
+            if e is _MISSING:
+                e = self._entry(p)
             if e is not _MISSING:
                 try:
                     return e is not None and e.is_file()
@@ -314,7 +359,7 @@ class Probe:
 
     def listed(self, path: str | os.PathLike) -> bool:
         """Whether ``path`` has been listed already (so asking about its names costs nothing)."""
-        return os.fspath(path) in self._ls
+        return (self._named_s if path is self._named else _fspath(path)) in self._ls
 
     def has(self, directory: str | os.PathLike, name: str) -> bool:
         """Whether ``name`` is listed in ``directory`` (a set look-up: detection asks it of big folders
@@ -350,7 +395,7 @@ class Probe:
         all of it (a file shorter than the head read), when non-empty and at
         most ``cap`` bytes; else None (read it). Lets a reader take the file
         detection sniffed without opening it again."""
-        got = self._heads.get(os.fspath(path))
+        got = self._heads.get(self._named_s if path is self._named else _fspath(path))
         if got is None:
             return None
         data, asked = got
@@ -361,7 +406,7 @@ class Probe:
     def head(self, path: str | os.PathLike, n: int) -> bytes:
         """The first ``n`` bytes of a regular file (``b""`` otherwise). At
         least 64 KiB is read once and kept, and shorter asks are slices of it."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         got = self._heads.get(p)
         if got is None and self._taken:
             got = self._taken.pop(p, None)
@@ -388,7 +433,7 @@ class Probe:
         """The first ``n`` bytes of a file (:meth:`head`) as :class:`HeadLines`,
         made once per probe: every sniff asking for the same head shares its
         lines and their decoded values (dropped with the heads)."""
-        p = os.fspath(path)
+        p = self._named_s if path is self._named else _fspath(path)
         got = self._lines.get((p, n))
         if got is None:
             got = self._taken_lines.pop((p, n), None) if self._taken_lines else None

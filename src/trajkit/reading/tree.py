@@ -401,6 +401,18 @@ def join(directory: str, name: str) -> str:
     return directory + name if directory.endswith(os.sep) else directory + os.sep + name
 
 
+def held(path: str) -> list["Entry"] | None:
+    """The shared listing of ``path`` when one is held (listed by a walk of
+    this discovery and not released yet), without listing it; else None (also
+    outside :func:`shared_listings` and while an archive is mounted). Lets a
+    probe that did not list a folder itself answer from the listing a walk made."""
+    cache = _listings.get()
+    if cache is None or _mounted() is not None:
+        return None
+    got = cache.get(path)
+    return None if got is None or isinstance(got, OSError) else got
+
+
 def walk_sorted(top: str | os.PathLike, onerror: Callable[[OSError], None] | None = None
                 ) -> Iterator[tuple[str, list[str], list[str]]]:
     """:func:`walk` with each folder's names sorted (the order of the formats'
