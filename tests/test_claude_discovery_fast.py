@@ -216,24 +216,34 @@ def test_the_sniff_in_a_discovery_is_a_fresh_probe_outside(hard, verdicts_first)
             assert layout.session_root(p, Probe()) == want[p], p
 
 
-def test_companion_answers_are_shared_by_the_probes_of_a_discovery(hard):
+def test_companion_answers_are_shared_by_the_probes_of_a_discovery(hard, monkeypatch):
     inside = hard / "S" / "workflows"
     want = layout.companion_owner(inside, Probe())
     assert want == hard / "S.jsonl"
+    worked: list[str] = []  # each time an answer is worked out rather than taken from one kept
+    real = layout._companion_owner
+
+    def counted(p, probe):
+        worked.append(p)
+        return real(p, probe)
+
+    monkeypatch.setattr(layout, "_companion_owner", counted)
     with tree.shared_listings():
         for _ in tree.walk_sorted(hard):  # listed, as discovery's walks list a tree before leaving it
             pass
         first = Probe()
         assert layout.companion_owner(inside, first) == want
-        assert first.calls > 0
+        assert worked == [str(inside)]
         again = Probe()
         assert layout.companion_owner(inside, again) == want and again.calls == 0  # nothing looked at again
+        assert worked == [str(inside)]
         assert layout.companion_owner(hard / "one", again) is None
         tree.release(str(hard))  # the walk left the folder: its answers go with its listing
         assert tree.file_answers(str(hard), layout.COMPANION_OF) == {}
         assert tree.file_answers(str(hard / "S"), layout.COMPANION_OWNER) == {}
         later = Probe()
-        assert layout.companion_owner(inside, later) == want and later.calls > 0
+        assert layout.companion_owner(inside, later) == want
+        assert worked[-1] == str(inside) and len(worked) == 3  # worked out again ("one" was the second)
     # outside a discovery each probe looks for itself
     probe = Probe()
     assert layout.companion_owner(inside, probe) == want and probe.calls > 0
