@@ -239,3 +239,32 @@ def _rows_looked_at(fn, data: bytes) -> list[int]:
     spy.asked = []
     fn(spy)
     return spy.asked
+
+
+def _token_soups(n: int) -> list[bytes]:
+    """Byte strings made of the pieces the two regexes care about (keys, values, every kind of
+    spacing, runs of it longer than a look-back window, quotes that start or end a key early)."""
+    import random
+
+    rng = random.Random(1214)
+    pieces = [b'"type"', b"type", b'"user"', b"user", b'"', b":", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b" " * 40,
+              b"\t" * 33, b'"session_meta', b'"error"', b'"thread.', b"turn.", b'"item.x"', b'"event_msg"', b"x", b"{", b"}",
+              b'"typ', b'e"', b'"use', b'r"', b"\\u0074", b'"content"', b'"inter_agent_communication_metadata"', b","]
+    return [b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40))) for _ in range(n)]
+
+
+def test_the_regex_free_searches_agree_with_the_regexes(tmp_path):
+    """``gemini_cli.detect._has_user_type`` and ``codex.detect._has_shape_type`` replace a regex
+    search each (for speed): the same answer on random soups of the pieces the patterns are made of,
+    on the hard cases and on every corpus head."""
+    samples = _token_soups(30000) + list(HARD.values())
+    samples += [b'"type"' + ws + b":" + ws2 + b'"user"' for ws in (b"", b" ", b" " * 31, b" " * 32, b" " * 33, b"\n" * 70)
+                for ws2 in (b"", b"\t", b" " * 32, b" " * 40)]
+    samples += [b"x" * k + b'"type" : "user"' for k in range(40)]
+    samples += [Probe().head(p, 1 << 16) for p in _paths(tmp_path)]
+    for s in samples:
+        assert gemini_detect._has_user_type(s) == (gemini_detect._USER_TYPE.search(s) is not None), s[:80]
+        assert codex_detect._has_shape_type(s) == (codex_detect._SHAPE_TYPE.search(s) is not None), s[:80]
+    # both answers occur (the soups are not all one way)
+    assert {gemini_detect._has_user_type(s) for s in samples} == {True, False}
+    assert {codex_detect._has_shape_type(s) for s in samples} == {True, False}

@@ -13,13 +13,20 @@ from .names import ASF_TOOLS, NAME
 _HEAD = 4096
 
 
+#: The sniff's constant answers (immutable: made once, not per file asked about).
+_NOT_FILE = Reject("not a file")
+_NO_HEADER = Reject('line 1 is no ASF header ({"type": "session", "format": "agentsession/…"})')
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(candidate):
-        return Reject("not a file")
-    head = probe.head(candidate, _HEAD)
-    first = head.split(b"\n", 1)[0]
+    p = str(candidate)  # the probe's key, made once (each probe call would make it again from the Path)
+    if not probe.is_file(p):
+        return _NOT_FILE
+    head = probe.head(p, _HEAD)
+    nl = head.find(b"\n")
+    first = head if nl < 0 else head[:nl]  # line 1, without copying the rest as split would
     if b'"agentsession/' not in first or b'"session"' not in first:
-        return Reject('line 1 is no ASF header ({"type": "session", "format": "agentsession/…"})')
+        return _NO_HEADER
     return Match(candidate, fingerprint, STRONG, "line 1 is an ASF session header")
 
 

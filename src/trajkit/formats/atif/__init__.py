@@ -17,14 +17,21 @@ def _looks_like(head: bytes) -> bool:
     return b'"schema_version"' in head and b'"ATIF-v' in head
 
 
+#: The sniff's constant answers (immutable: made once, not per file asked about).
+_NOT_FILE = Reject("not a file")
+_NOT_OBJECT = Reject("not a JSON object")
+_NO_SCHEMA = Reject('no "schema_version": "ATIF-v…" near the start')
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(candidate):
-        return Reject("not a file")
-    head = probe.head(candidate, _HEAD)
+    p = str(candidate)  # the probe's key, made once (each probe call would make it again from the Path)
+    if not probe.is_file(p):
+        return _NOT_FILE
+    head = probe.head(p, _HEAD)
     if not head.lstrip().startswith(b"{"):
-        return Reject("not a JSON object")
+        return _NOT_OBJECT
     if not _looks_like(head):
-        return Reject('no "schema_version": "ATIF-v…" near the start')
+        return _NO_SCHEMA
     if candidate.name == "trajectory.json" and candidate.parent.name == "agent":
         # A Harbor trial's own ATIF: weak, so detection walks on to the trial,
         # which the harness's format (with its native log) reads when it can.

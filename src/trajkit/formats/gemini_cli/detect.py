@@ -44,6 +44,31 @@ def _own(raw: bytes) -> Any:
 
 #: A top-level ``"type": "user"`` member, as JSON writes it (any spacing).
 _USER_TYPE = re.compile(rb'"type"\s*:\s*"user"')
+#: What ``\s`` matches in a bytes pattern.
+_WS = b" \t\n\r\x0b\x0c"
+
+
+def _has_user_type(head: bytes) -> bool:
+    """``_USER_TYPE.search(head) is not None``, found from the ``"user"``
+    strings (a few per head) looking back over the spacing for ``"type" :``,
+    instead of the regex trying every ``"type"`` (a dozen per line of most
+    JSON): a fifth of the instructions on other harnesses' heads. Spacing
+    longer than the 32 bytes looked back at goes to the regex."""
+    find = head.find
+    i = find(b'"user"')
+    while i >= 0:
+        lo = i - 32 if i > 32 else 0
+        before = head[lo:i].rstrip(_WS)
+        if before[-1:] == b":":
+            before = before[:-1].rstrip(_WS)
+            if before.endswith(b'"type"'):
+                return True
+            if lo and len(before) < 6:
+                return _USER_TYPE.search(head) is not None  # the window ends inside the spacing or the key
+        elif lo and not before:
+            return _USER_TYPE.search(head) is not None
+        i = find(b'"user"', i + 1)
+    return False
 
 
 def _may_match(head: bytes) -> bool:
@@ -53,21 +78,28 @@ def _may_match(head: bytes) -> bool:
     ``\\u`` escapes). A few searches instead of cutting and decoding the lines
     of another harness's file."""
     return ((b"projectHash" in head and b"sessionId" in head) or b'"gemini"' in head
-            or (b'"content"' in head and _USER_TYPE.search(head) is not None) or has_u_escape(head))
+            or (b'"content"' in head and _has_user_type(head)) or has_u_escape(head))
+
+
+#: The sniff's constant answers (immutable: made once, not per file asked about).
+_NOT_FILE = Reject("a Gemini CLI session is one file, not a directory")
+_NOT_OBJECT = Reject("does not start with a JSON object")
+_NOT_GEMINI = Reject("no sessionId + projectHash, no gemini messages")
 
 
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(candidate):
-        return Reject("a Gemini CLI session is one file, not a directory")
-    head = probe.head(candidate, _HEAD)
+    p = str(candidate)  # the probe's key, made once (each probe call would make it again from the Path)
+    if not probe.is_file(p):
+        return _NOT_FILE
+    head = probe.head(p, _HEAD)
     body = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if not body.startswith(b"{"):
-        return Reject("does not start with a JSON object")
+        return _NOT_OBJECT
     if not _may_match(head):
-        return Reject("no sessionId + projectHash, no gemini messages")
+        return _NOT_GEMINI
     # the head's lines as other formats' sniffs decoded them (Probe.lines), unless a BOM or blank lines came
     # first (lstrip made a copy: the lines are counted from the body)
-    shared = probe.lines(candidate, _HEAD) if body is head else None
+    shared = probe.lines(p, _HEAD) if body is head else None
     lines = shared.parts if shared is not None else body.split(b"\n", 40)
     first = lines[0]
     v = None
@@ -91,4 +123,4 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
         return Match(candidate, fingerprint, STRONG, "a JSON session with sessionId, projectHash and messages")
     if b'"messages"' in head and (b'"type": "gemini"' in head or b'"type":"gemini"' in head):
         return Match(candidate, fingerprint, WEAK, "a JSON object whose messages include type gemini")
-    return Reject("no sessionId + projectHash, no gemini messages")
+    return _NOT_GEMINI

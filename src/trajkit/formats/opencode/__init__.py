@@ -27,6 +27,7 @@ Diagnostic codes (see ``docs/diagnostics.md``, section opencode): those of
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ...reading.probe import Probe
@@ -41,16 +42,30 @@ FIXTURES = HERE.parent / "fixtures" / "opencode"
 
 # ---------------------------------------------------------------- recognising
 
+#: The sniff's constant answers (a Reject is immutable: made once, not per file asked about).
+_NOT_OURS = Reject("not an opencode store, export or event stream")
+_NO_STORE = Reject("no opencode store or storage tree here")
+_NEITHER = Reject("not a file or folder")
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     """Claim a store, a legacy tree (from any file or folder inside it), an
     export or an event stream, and a data folder holding a store."""
     name = candidate.name
-    if probe.is_file(candidate):
+    p = str(candidate)  # the probe's key, made once (each probe call would make it again from the Path)
+    if probe.is_file(p):
+        if name.endswith((".json", ".jsonl", ".txt", ".log")):  # no store's or journal's name ends so
+            kind = _head_kind(probe, p)
+            if kind == "events":
+                return Match(candidate, fingerprint, STRONG, "JSON lines of opencode run events (type, sessionID, part)")
+            if kind == "export":
+                return Match(candidate, fingerprint, STRONG, "an opencode export document ({info, messages: [{info, parts}]})")
+            return _NOT_OURS
         if _is_db_name(name):
             if _looks_like_store(probe, candidate):
                 return Match(candidate, fingerprint, STRONG, f"{name}: an SQLite file named like opencode's store")
             return Reject(f"{name} is not an SQLite file")
-        for side in ("-wal", "-shm"):
+        for side in ("-wal", "-shm") if name.endswith((".db-wal", ".db-shm")) else ():
             if name.endswith(".db" + side) and _is_db_name(name[: -len(side)]):
                 db = candidate.with_name(name[: -len(side)])
                 if probe.is_file(db):
@@ -60,24 +75,19 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
             if _looks_like_foreign_store(probe, candidate):
                 return Match(candidate, fingerprint, WEAK, f"{name}: an SQLite file with opencode's session tables")
             return Reject(f"{name} does not hold opencode's tables")
-        if name.endswith((".json", ".jsonl", ".txt", ".log")):
-            kind = _head_kind(probe, candidate)
-            if kind == "events":
-                return Match(candidate, fingerprint, STRONG, "JSON lines of opencode run events (type, sessionID, part)")
-            if kind == "export":
-                return Match(candidate, fingerprint, STRONG, "an opencode export document ({info, messages: [{info, parts}]})")
-        return Reject("not an opencode store, export or event stream")
-    if probe.is_dir(candidate):
+        return _NOT_OURS
+    if probe.is_dir(p):
         if name == "storage" or fingerprint.split("/", 1)[0] in ("session", "message", "part", "project", "todo", "session_share"):
             if _is_storage(probe, candidate):
                 return Match(candidate, fingerprint, STRONG, "a legacy opencode storage/ tree (session/, message/, part/)")
         db = _store_in(probe, candidate)
         if db is not None:
             return Match(db, fingerprint, STRONG, f"an opencode data folder holding {db.name}")
-        if _is_storage(probe, candidate / "storage") if probe.is_dir(candidate / "storage") else False:
+        storage = os.path.join(p, "storage")  # str(candidate / "storage"), without the Path unless it matches
+        if _is_storage(probe, storage) if probe.is_dir(storage) else False:
             return Match(candidate / "storage", fingerprint, STRONG, "an opencode data folder holding a storage/ tree")
-        return Reject("no opencode store or storage tree here")
-    return Reject("not a file or folder")
+        return _NO_STORE
+    return _NEITHER
 
 
 #: The capabilities, imported on first call.

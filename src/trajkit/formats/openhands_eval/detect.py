@@ -57,12 +57,19 @@ def ruled_out(prefix: bytes) -> bool:
     return not (rest.startswith(_KEY) or _KEY.startswith(rest))  # the key, or cut inside it: may be one
 
 
+#: The sniffs' constant answers (immutable: made once, not per file asked about).
+_NOT_FILE = Reject("not a file")
+_NOT_OUTPUT = Reject("does not start like an OpenHands evaluation record ({\"instance_id\": ..., \"history\": ...})")
+_NOT_CLOUD = Reject("not a JSON object with conversation and events members")
+
+
 def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(str(candidate)):
-        return Reject("not a file")
-    if looks_like_output(candidate, probe):
+    p = str(candidate)  # the probe's key, made once
+    if not probe.is_file(p):
+        return _NOT_FILE
+    if looks_like_output(p, probe):
         return Match(candidate, fingerprint, STRONG, "JSON Lines of OpenHands evaluation records (instance_id, history, test_result)")
-    return Reject("does not start like an OpenHands evaluation record ({\"instance_id\": ..., \"history\": ...})")
+    return _NOT_OUTPUT
 
 
 # ---------------------------------------------------------------- Cloud export
@@ -102,8 +109,9 @@ def looks_like_cloud(path: Path, probe: Probe) -> bool:
 
 
 def sniff_cloud(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
-    if not probe.is_file(str(candidate)):
-        return Reject("not a file")
-    if looks_like_cloud(candidate, probe):
+    p = str(candidate)  # the probe's key, made once
+    if not probe.is_file(p):
+        return _NOT_FILE
+    if looks_like_cloud(p, probe):
         return Match(candidate, fingerprint, STRONG, "a JSON object with conversation and events (an OpenHands Cloud export)")
-    return Reject("not a JSON object with conversation and events members")
+    return _NOT_CLOUD
