@@ -112,6 +112,8 @@ def sniff(probe: Probe, candidate: Path, fingerprint: str) -> Match | Reject:
     # a JSONL log whose first line is damaged: the metadata or a message further on (lines 1..39)
     for i in range(1, min(len(lines), 40)):
         raw = lines[i]
+        if raw[:1] != b"{" and raw.lstrip()[:1] != b"{":
+            continue  # no object starts the line, so it decodes to no dict (a pretty-printed session's lines)
         if b"projectHash" not in raw and b'"id"' not in raw and b"\\u" not in raw:
             continue  # neither test below can pass on this line (keys written plainly)
         x = _decoded(shared, i) if shared is not None else _own(raw)
