@@ -111,9 +111,21 @@ def has_u_escape(data: bytes) -> bool:
     """Whether ``data`` holds ``\\u`` (a JSON ``\\uXXXX`` escape, the one way a
     key or a word can be written without its plain bytes: sniffs that look for
     plain bytes look closer when this is True). A ``memchr`` finds the first
-    backslash; half the heads detection meets have none."""
+    backslash; half the heads detection meets have none. The answer for the
+    last ``data`` asked about is kept: the codex, gemini-cli and
+    openhands-cloud sniffs each ask it of the same head object in turn."""
+    global _last_u
+    last = _last_u
+    if last[0] is data:
+        return last[1]
     i = data.find(b"\\")
-    return i >= 0 and data.find(b"\\u", i) >= 0
+    got = i >= 0 and data.find(b"\\u", i) >= 0
+    _last_u = (data, got)
+    return got
+
+
+#: ``(head, has_u_escape(head))`` for the last head asked about (bytes are immutable: the answer stays true).
+_last_u: tuple[Any, bool] = (None, False)
 
 
 #: What :meth:`HeadLines.value` gives for a line that is no JSON object text or does not decode.
