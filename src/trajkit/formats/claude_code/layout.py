@@ -322,7 +322,7 @@ def session_root(candidate: Path, probe: Probe) -> tuple[Path | None, str]:
     """The session file a path belongs to (the path itself for a standalone
     file), and why; None when the path is no Claude Code session. Asked once
     per path and probe (a folder can hit several of the format's fingerprints)."""
-    key = (_SESSION_ROOT, os.fspath(candidate))
+    key = (_SESSION_ROOT, probe.fspath(candidate))  # the string detection named the candidate with, when it did
     memo = probe.memo
     got = memo.get(key)
     if got is None:
