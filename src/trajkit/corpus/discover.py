@@ -367,6 +367,7 @@ def _discover(paths: Iterable[str | os.PathLike], certificates: bool, archives: 
             tree.release(d)  # the last walk of this folder is done: the shared listing goes (RSS flat in the corpus' size)
 
         walk(given_s, given_abs, given, str(given), 1)
+        del walk  # it names itself (a cycle through its cell): gone now, the walk's state goes with it, not at a collection
         # a container's sessions stay in the container's order, beside its path
         refs = _order(found) if found else refs
         out.append(refs)

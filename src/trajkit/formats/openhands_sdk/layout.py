@@ -212,6 +212,7 @@ def find_sessions(root: str | os.PathLike, diagnostics: list[Diagnostic] | None 
                 walk(base + name, depth + 1)
 
     walk(str(p), 0)
+    del walk  # it names itself (a cycle through its cell): its state goes now, not at a garbage collection
     return found
 
 
