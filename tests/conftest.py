@@ -40,3 +40,17 @@ def run_cli(*args: str, check: bool = False, cwd: Path | None = None, input: str
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture
+def odd_folder(tmp_path: Path) -> Path:
+    """A folder of every kind of entry: files, a folder, symlinks to both, a dangling one, a FIFO
+    (what the probe and the discovery walk must answer as the file system does)."""
+    (tmp_path / "f.json").write_text("{}")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "inner").write_text("x")
+    (tmp_path / "to-f").symlink_to(tmp_path / "f.json")
+    (tmp_path / "to-d").symlink_to(tmp_path / "d")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    os.mkfifo(tmp_path / "fifo")
+    return tmp_path

@@ -294,14 +294,8 @@ def test_the_sniff_gets_a_path_and_the_candidate_given(tmp_path):
     assert detector.winner(probe, str(mine), "a.zzz", False, mine)[1].root is mine
 
 
-def test_probe_answers_what_the_file_system_says_asked_again(tmp_path):
-    (tmp_path / "f.json").write_text("{}")
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "inner").write_text("x")
-    (tmp_path / "to-f").symlink_to(tmp_path / "f.json")
-    (tmp_path / "to-d").symlink_to(tmp_path / "d")
-    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
-    os.mkfifo(tmp_path / "fifo")
+def test_probe_answers_what_the_file_system_says_asked_again(odd_folder):
+    tmp_path = odd_folder
     paths = [str(tmp_path / n) for n in ("f.json", "d", "to-f", "to-d", "dangling", "fifo", "missing", "d/inner",
                                          "d/missing", "f.json/under", "missing/under", "to-d/inner")]
     for listed_first in (False, True):

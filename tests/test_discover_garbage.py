@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CORPUS as SHARED
 from trajkit.corpus import discover
 
 HERE = Path(__file__).parent
-SHARED = HERE.parent.parent / "shared" / "corpus"
 
 
 @pytest.mark.parametrize("root, options", [

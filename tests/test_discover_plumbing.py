@@ -120,18 +120,6 @@ def test_corpus_folders_hit_what_glob_says_for_every_format():
     assert checked > 1000
 
 
-@pytest.fixture
-def odd_folder(tmp_path: Path) -> Path:
-    """A folder of every kind of entry: files, a folder, symlinks to both, a dangling one, a FIFO."""
-    (tmp_path / "f.json").write_text("{}")
-    (tmp_path / "d").mkdir()
-    (tmp_path / "d" / "inner").write_text("x")
-    (tmp_path / "to-f").symlink_to(tmp_path / "f.json")
-    (tmp_path / "to-d").symlink_to(tmp_path / "d")
-    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
-    os.mkfifo(tmp_path / "fifo")
-    return tmp_path
-
 
 def _questions(base: Path) -> list[str]:
     return [str(base / n) for n in ("f.json", "d", "to-f", "to-d", "dangling", "fifo", "missing", "d/inner",
