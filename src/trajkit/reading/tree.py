@@ -65,12 +65,13 @@ def shared_listings() -> Iterator[None]:
 
 def file_answers(folder: str, what: str) -> dict[str, object] | None:
     """Inside :func:`shared_listings`: a dict, by file name, of the answers
-    called ``what`` about the files of ``folder`` that depend only on their
-    bytes (a sniff's verdict on a file's head). It lives as long as the
-    folder's shared listing, so the walks of one discovery that each ask the
-    same of a file (a format's ``find_sessions``, the sniff of the folder
-    around it, its own sniff) read and decide it once. None outside, or while
-    an archive is mounted."""
+    called ``what`` about the entries of ``folder`` that depend only on what
+    one discovery sees of them (a sniff's verdict on a file's head, or an
+    answer about a sub-folder's layout such as claude-code's companion
+    folders). It lives as long as the folder's shared listing, so the walks of
+    one discovery that each ask the same of an entry (a format's
+    ``find_sessions``, the sniff of the folder around it, its own sniff) work
+    it out once. None outside, or while an archive is mounted."""
     cache = _answers.get()
     if cache is None or _mounted() is not None:
         return None

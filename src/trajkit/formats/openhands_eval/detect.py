@@ -20,7 +20,7 @@ _HEAD = re.compile(rb'\s*\{\s*"instance_id"\s*:\s*("(?:[^"\\\n]|\\.)*")\s*(?:,\s
 # ---------------------------------------------------------------- detection
 
 
-def looks_like_output(path: Path, probe: Probe) -> bool:
+def looks_like_output(path: str | Path, probe: Probe) -> bool:
     """Whether a file starts like an OpenHands evaluation output: its first
     non-blank line is a JSON object whose first member is ``instance_id``
     and that has ``history``, ``test_result`` or ``instruction`` (checked on
@@ -86,7 +86,7 @@ def _may_be_cloud(head: bytes) -> bool:
     return (b'"conversation"' in head and b'"events"' in head) or has_u_escape(head)
 
 
-def looks_like_cloud(path: Path, probe: Probe) -> bool:
+def looks_like_cloud(path: str | Path, probe: Probe) -> bool:
     """Whether a JSON file is an OpenHands Cloud export: an object with
     ``conversation`` (an object) and ``events`` members. A file of up to 64
     KiB is decoded; a larger one must name both members in its first 64 KiB
