@@ -36,21 +36,25 @@ TB_BLOCKED = frozenset({"agent_installation_failed", "test_timeout", "parse_erro
 def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     """The harbor ``verifier/`` directory (with ``ctrf.json`` or ``reward.txt``)
     at ``root`` or up to three directories above it (as a path built on ``root``).
-    ``probe`` (a :class:`~trajkit.reading.probe.Probe`): answer from the
-    listings a reader already holds (the run's own folder) instead of a stat."""
+    ``probe`` (a :class:`~trajkit.reading.probe.Probe`, or anything with its
+    ``absent`` / ``is_dir`` / ``is_file``): answer from the listings a reader
+    already holds (the run's own folder) instead of a stat; a folder above the
+    run that a Probe has not listed is asked with one ``access`` call (what
+    the probe would end up making), without the probe's look-ups."""
     d = str(root) if isinstance(root, Path) else str(Path(root))  # a Path is normalized already
-    if probe is not None:
-        isdir, isfile, absent = probe.is_dir, probe.is_file, probe.absent
-    else:
-        isdir, isfile, absent = fs.isdir, fs.isfile, fs.absent
-    for _ in range(4):
+    absent = probe.absent if probe is not None else fs.absent
+    listed = getattr(probe, "listed", None)  # a Probe's; the SDK reader's stand-in answers every level itself
+    for level in range(4):
         if d == ".":
             v = "verifier"  # as Path(d) / "verifier" writes it
         elif _POSIX:  # posixpath.join(d, "verifier"), without its calls (four per read of a run)
             v = d + "verifier" if d.endswith("/") else d + "/verifier"
         else:
             v = os.path.join(d, "verifier")
-        if not absent(v) and isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt"))):
+        # the run's own folder through the probe (its listing answers); above it, unlisted folders directly
+        if (fs.absent(v) if level and listed is not None and not listed(d) else absent(v)):
+            pass
+        elif _verifier_at(v, probe):
             return v
         if _POSIX:  # posixpath.dirname(d), inline
             parent = d[:d.rfind("/") + 1]
@@ -63,6 +67,12 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
             break
         d = parent
     return None
+
+
+def _verifier_at(v: str, probe: Any) -> bool:
+    """Whether ``v`` (not absent) is a folder holding ``ctrf.json`` or ``reward.txt``."""
+    isdir, isfile = (probe.is_dir, probe.is_file) if probe is not None else (fs.isdir, fs.isfile)
+    return isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt")))
 
 
 #: ``os.path`` is posixpath (its ``join`` and ``dirname`` are then spelled inline above).
@@ -87,9 +97,14 @@ def _find_dict_with(md: dict[str, Any], keys: tuple[str, ...], depth: int) -> di
     for _ in range(depth):
         nxt = []
         for m in level:
-            if any(k in m for k in keys):
-                return m
-            nxt.extend(v for v in m.values() if isinstance(v, dict))
+            for k in keys:
+                if k in m:
+                    return m
+            for v in m.values():
+                if isinstance(v, dict):
+                    nxt.append(v)
+        if not nxt:
+            break
         level = nxt
     return None
 
