@@ -37,7 +37,9 @@ class Layout(Record):
     ``kind``: ``terminal-bench``, ``harbor``, ``agent-logs``, ``session-dir``
     or ``flat-file``. ``root``: the trial directory (or the bare session
     directory / file). ``flat_candidates``: files that may be the flat
-    export. ``session_dirs``: ``<sid>/`` directories, sorted. ``probe``: the
+    export. ``session_dirs``: ``<sid>/`` directories, sorted. The paths in
+    the lists are text, as ``root / name`` writes them (:func:`_join`: no
+    ``Path`` object per file on the read path). ``probe``: the
     cached listings the layout was found with (detection's, when it came as
     a hint), so the reader lists nothing twice (a new one when not given).
     ``rel_base``: what paths are made relative to (the root, or a bare
@@ -49,16 +51,16 @@ class Layout(Record):
                                   "probe", "rel_base")
     kind: str
     root: Path
-    flat_candidates: list[Path]
-    session_dirs: list[Path]
-    metadata_files: list[tuple[str, Path]]
-    recordings: list[Path]
+    flat_candidates: list[str]
+    session_dirs: list[str]
+    metadata_files: list[tuple[str, str]]
+    recordings: list[str]
     probe: Probe
     rel_base: str | None
 
-    def __init__(self, kind: str, root: Path, flat_candidates: list[Path] | None = None,
-                 session_dirs: list[Path] | None = None, metadata_files: list[tuple[str, Path]] | None = None,
-                 recordings: list[Path] | None = None, probe: Probe | None = None, rel_base: str | None = None) -> None:
+    def __init__(self, kind: str, root: Path, flat_candidates: list[str] | None = None,
+                 session_dirs: list[str] | None = None, metadata_files: list[tuple[str, str]] | None = None,
+                 recordings: list[str] | None = None, probe: Probe | None = None, rel_base: str | None = None) -> None:
         self.kind = kind
         self.root = root
         self.flat_candidates = [] if flat_candidates is None else flat_candidates
@@ -73,70 +75,80 @@ class Layout(Record):
         return self.probe.listdir(d) or []
 
 
-def _session_dirs(parent: Path, probe: Probe) -> list[Path]:
+def _join(d: str, name: str) -> str:
+    """``str(Path(d) / name)`` for a path ``d`` written as ``str(Path)`` writes
+    one (no trailing separator but the root's) and a plain ``name``."""
+    if d == ".":
+        return name
+    return d + name if d[-1:] == os.sep else d + os.sep + name
+
+
+def _session_dirs(parent: str, probe: Probe) -> list[str]:
     """The ``<sid>/`` directories under ``parent`` that hold events/ or event_cache/."""
     out = []
     for name in sorted(probe.scan(parent)[0]):
-        d = parent / name
+        d = _join(parent, name)
         sub = probe.scan(d)[0]
         if "events" in sub or "event_cache" in sub:
             out.append(d)
     return out
 
 
-def _json_files(d: Path, probe: Probe) -> list[Path]:
+def _json_files(d: str, probe: Probe) -> list[str]:
     """The ``*.json`` entries of ``d`` that are not directories: regular files,
     and special files or dangling links named like one (so the reader can say
     why they are not read instead of passing over them in silence)."""
     dirs, _files = probe.scan(d)
-    return [d / n for n in sorted(probe.listdir(d) or ()) if n.endswith(".json") and not n.startswith(".") and n not in dirs]
+    return [_join(d, n) for n in sorted(probe.listdir(d) or ()) if n.endswith(".json") and not n.startswith(".") and n not in dirs]
 
 
 def locate(root: Path, probe: Probe | None = None) -> Layout | None:
     """The trial layout rooted at ``root``, or None when it is not one."""
     probe = probe if probe is not None else Probe()
-    st = probe.stat(root)
+    r = probe.fspath(root)
+    st = probe.stat(r)
     if st is not None and stat.S_ISREG(st.st_mode):
-        return Layout("flat-file", root, flat_candidates=[root], probe=probe)
-    dirs, files = probe.scan(root)
-    if not dirs and not files and not probe.is_dir(root):
+        return Layout("flat-file", root, flat_candidates=[r], probe=probe)
+    dirs, files = probe.scan(r)
+    if not dirs and not files and not probe.is_dir(r):
         return None
-    listed = probe.listdir(root) or ()
-    meta = [(n, root / n) for n in ("results.json", "result.json", "config.json") if n in listed and n not in dirs]
+    listed = probe.listdir(r) or ()
+    meta = [(n, _join(r, n)) for n in ("results.json", "result.json", "config.json") if n in listed and n not in dirs]
     if "sessions" in dirs:
-        sess = root / "sessions"
+        sess = _join(r, "sessions")
         sdirs, sfiles = probe.scan(sess)
         flats = _json_files(sess, probe)
-        sessions = _session_dirs(sess / "sessions", probe) if "sessions" in sdirs else []
+        sessions = _session_dirs(_join(sess, "sessions"), probe) if "sessions" in sdirs else []
         if flats or sessions:
-            recs = [sess / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sfiles]
+            recs = [_join(sess, n) for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sfiles]
             lay = Layout("terminal-bench", root, flats, sessions, meta, recs, probe=probe)
             if not flats and "agent-logs" in dirs:
-                lay.flat_candidates = _json_files(root / "agent-logs", probe)
+                lay.flat_candidates = _json_files(_join(r, "agent-logs"), probe)
             return lay
     if "agent" in dirs:
-        agent = root / "agent"
+        agent = _join(r, "agent")
         adirs, afiles = probe.scan(agent)
         has_flat = "openhands.trajectory.json" in afiles or (
             "openhands.trajectory.json" not in adirs and "openhands.trajectory.json" in (probe.listdir(agent) or ())
         )
-        sessions = _session_dirs(agent / "sessions", probe) if "sessions" in adirs else []
+        sessions = _session_dirs(_join(agent, "sessions"), probe) if "sessions" in adirs else []
         if has_flat or sessions:
-            recs = [agent / n for n in ("openhands.txt", "trajectory.json") if n in afiles]
-            return Layout("harbor", root, [agent / "openhands.trajectory.json"] if has_flat else [], sessions, meta, recs, probe=probe)
+            recs = [_join(agent, n) for n in ("openhands.txt", "trajectory.json") if n in afiles]
+            return Layout("harbor", root, [_join(agent, "openhands.trajectory.json")] if has_flat else [], sessions, meta, recs, probe=probe)
     if "agent-logs" in dirs:
-        logs = root / "agent-logs"
+        logs = _join(r, "agent-logs")
         flats = [p for p in _json_files(logs, probe) if _looks_like_v0_list(p, probe)]
         if flats:
             return Layout("agent-logs", root, flats, [], meta, probe=probe)
     if "events" in dirs or "event_cache" in dirs:
-        return Layout("session-dir", root, [], [root], meta, probe=probe)
-    if "results.json" in files and ("panes" in dirs or "sessions" in dirs) and _is_tb_trial_results(root / "results.json", probe):
+        return Layout("session-dir", root, [], [r], meta, probe=probe)
+    if "results.json" in files and ("panes" in dirs or "sessions" in dirs) and _is_tb_trial_results(_join(r, "results.json"), probe):
         # a terminal-bench trial with no event stream: its own verdict, panes and recordings only
-        sess_files = probe.scan(root / "sessions")[1] if "sessions" in dirs else set()
-        recs = [root / "sessions" / n for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sess_files]
-        recs += [root / "panes" / n for n in sorted(probe.scan(root / "panes")[1]) if n.endswith(".txt")] if "panes" in dirs else []
-        recs += [root / "commands.txt"] if "commands.txt" in files else []
+        sess, panes = _join(r, "sessions"), _join(r, "panes")
+        sess_files = probe.scan(sess)[1] if "sessions" in dirs else set()
+        recs = [_join(sess, n) for n in ("agent.cast", "agent.log", "tests.cast", "tests.log") if n in sess_files]
+        recs += [_join(panes, n) for n in sorted(probe.scan(panes)[1]) if n.endswith(".txt")] if "panes" in dirs else []
+        recs += [_join(r, "commands.txt")] if "commands.txt" in files else []
         return Layout("terminal-bench", root, [], [], meta, recs, probe=probe)
     return None
 
@@ -145,7 +157,7 @@ def locate(root: Path, probe: Probe | None = None) -> Layout | None:
 _TB_TRIAL_KEYS = ("trial_name", "failure_mode", "is_resolved")
 
 
-def _is_tb_trial_results(path: Path, probe: Probe) -> bool:
+def _is_tb_trial_results(path: str, probe: Probe) -> bool:
     """Whether ``path`` is one terminal-bench trial's ``results.json`` (an
     object with ``trial_name`` and ``failure_mode`` or ``is_resolved``; the
     run's aggregate ``results.json`` lists trials under ``results``)."""
@@ -159,7 +171,7 @@ def _is_tb_trial_results(path: Path, probe: Probe) -> bool:
 _V0_LIST_HEAD = re.compile(rb'\s*\[\s*(?:\]|\{\s*"id"\s*:\s*-?\d)')
 
 
-def _looks_like_v0_list(path: Path, probe: Probe) -> bool:
+def _looks_like_v0_list(path: str | Path, probe: Probe) -> bool:
     """Whether a file starts like a V0 event list: ``[`` then ``]`` or an
     object whose first member is an integer ``id`` (the serializer always
     writes ``id`` first)."""
@@ -197,7 +209,7 @@ def _root_for(cand: Path, probe: Probe) -> tuple[Path, str, str] | tuple[Path, s
         if parent.name in ("sessions", "agent-logs") and (lay := locate(parent.parent, probe)) is not None and _looks_like_v0_list(cand, probe):
             return parent.parent, STRONG, f"the flat export in {parent.name}/ of a trial", lay
         if _looks_like_v0_list(cand, probe):
-            return cand, STRONG, "a bare flat export (a JSON list of V0 events)", Layout("flat-file", cand, flat_candidates=[cand], probe=probe)
+            return cand, STRONG, "a bare flat export (a JSON list of V0 events)", Layout("flat-file", cand, flat_candidates=[probe.fspath(cand)], probe=probe)
         return None
     if not probe.is_dir(cand):
         return None

@@ -48,6 +48,7 @@ from .layout import (  # the layouts and the sniff: the light part, which detect
     _EVENT_FILE,
     _SHARD_FILE,
     _has_files,
+    _join,
     locate,
     views_present,
 )
@@ -84,7 +85,7 @@ def _rel(path: Path | str, lay: Layout) -> str:
         return str(path)
 
 
-def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[Event], Path | None]:
+def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[Event], str | None]:
     """Events of the flat view: the largest candidate that is a JSON list."""
     cands = []
     only = lay.flat_candidates[0] if len(lay.flat_candidates) == 1 else None
@@ -98,11 +99,11 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
         except OSError as e:
             session.diag("file.unreadable", f"cannot stat: {e.strerror}", ERROR, file=str(p))
     cands.sort(key=lambda t: -t[0])
-    chosen: Path | None = None
+    chosen: str | None = None
     out: list[Event] = []
     for size, p in cands:
         if chosen is not None:
-            session.files.append(SourceFile(str(p), "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {chosen.name}"))
+            session.files.append(SourceFile(p, "flat-export-candidate", "unused", size, note=f"smaller than the chosen flat export {_name(chosen)}"))
             continue
         data = held if held is not None else lay.probe.whole(p, opts.max_file_bytes)  # detection's sniff often read it all
         if data is None:
@@ -142,7 +143,7 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
     return out, chosen
 
 
-def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
+def _read_events_dir(d: str, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
     base = os.fspath(d)
     prefix = _rel(d, lay) + os.sep
     numbered = []
@@ -191,7 +192,7 @@ def _read_events_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) 
     return out
 
 
-def _read_cache_dir(d: Path, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
+def _read_cache_dir(d: str, lay: Layout, session: Session, opts: ReadOptions) -> list[Event]:
     base = os.fspath(d)
     shards = []
     for n in lay.ls(d):
@@ -577,7 +578,7 @@ def _read(root: Path, options: ReadOptions | None) -> tuple[Session, Layout | No
                 break
         elif v in _DIR_VIEWS:
             subdir, pattern, read_view = _DIR_VIEWS[v]
-            d = next((d / subdir for d in lay.session_dirs if _has_files(lay.ls(d / subdir), pattern)), None)
+            d = next((sub for sub in (_join(sd, subdir) for sd in lay.session_dirs) if _has_files(lay.ls(sub), pattern)), None)
             if d is not None:
                 events = read_view(d, lay, session, opts)
                 view, view_path = v, d
@@ -586,21 +587,21 @@ def _read(root: Path, options: ReadOptions | None) -> tuple[Session, Layout | No
     if FLAT not in present and lay.kind in ("terminal-bench", "harbor") and not no_stream:
         session.diag("v0.flat-missing", "no flat export (a killed or timed-out run writes none); using " + (view or "no view"), INFO, file=str(lay.root))
     # account for the views not chosen
-    chosen_dir = os.fspath(view_path) if view in _DIR_VIEWS else None
+    chosen_dir = view_path if view in _DIR_VIEWS else None
     for d in lay.session_dirs:
-        base = os.fspath(d) + os.sep  # as d / "events" writes it
+        base = d + os.sep  # as _join(d, "events") writes it
         if not (view == EVENTS and chosen_dir == base + "events"):
             _note_unused_view(EVENTS, _view_files(lay, base + "events", _EVENT_FILE), "event", session)
         if not (view == CACHE and chosen_dir == base + "event_cache"):
             _note_unused_view(CACHE, _view_files(lay, base + "event_cache", _SHARD_FILE), "event-cache-shard", session)
     if view != FLAT:
         seen = {f.path for f in session.files}
-        _note_unused_view(FLAT, [str(p) for p in lay.flat_candidates if str(p) not in seen], "flat-export", session)
+        _note_unused_view(FLAT, [p for p in lay.flat_candidates if p not in seen], "flat-export", session)
     for r in lay.recordings:
-        session.files.append(SourceFile(str(r), "recording", "unused", note="a terminal recording, not steps"))
+        session.files.append(SourceFile(r, "recording", "unused", note="a terminal recording, not steps"))
     if len(lay.session_dirs) > 1:
         session.diag("v0.multiple-sessions", f"{len(lay.session_dirs)} session directories; the first with the chosen view was used", INFO,
-                     file=str(lay.session_dirs[0].parent))
+                     file=os.path.dirname(lay.session_dirs[0]))
 
     session.view = view
     session.metadata["view"] = view
@@ -650,16 +651,24 @@ def _read_metadata(lay: Layout, session: Session, opts: ReadOptions) -> None:
 _METADATA_KEYS = {"results.json": "results", "result.json": "result", "config.json": "config"}
 
 
-def _session_id(lay: Layout, view_path: Path | None) -> str:
+def _session_id(lay: Layout, view_path: str | None) -> str:
     if lay.session_dirs:
-        if view_path is not None and view_path.parent in lay.session_dirs:
-            return view_path.parent.name
-        return lay.session_dirs[0].name
+        parent = os.path.dirname(view_path) if view_path is not None else None
+        if parent in lay.session_dirs:
+            return _name(parent)  # type: ignore[arg-type]
+        return _name(lay.session_dirs[0])
     if lay.kind == "flat-file":
         return lay.root.stem
     if lay.flat_candidates and lay.kind in ("terminal-bench", "agent-logs"):
-        return (view_path or lay.flat_candidates[0]).stem
+        name = _name(view_path or lay.flat_candidates[0])
+        dot = name.rfind(".")  # Path.stem: the name without its last suffix (none for ".x" or "x.")
+        return name[:dot] if 0 < dot < len(name) - 1 else name
     return lay.root.name
+
+
+def _name(path: str) -> str:
+    """``Path(path).name`` for a path written as ``str(Path)`` writes one."""
+    return path[path.rfind(os.sep) + 1:]
 
 
 def _check_ids(session: Session, view: str | None) -> None:
