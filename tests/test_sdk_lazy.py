@@ -154,3 +154,47 @@ def test_usage_of_a_response_equals_usage_from_counts(corpus):
     ]
     for u in entries + odd:
         assert usage_of(u, "src") == Usage.from_counts(u, "src"), u
+
+
+def test_usage_entry_fast_path_equals_tolerant_int_rule(corpus):
+    """``reader._usage`` (its short path for an entry whose seven counts are
+    plain integers) makes what the general rule makes: every count present
+    read by ``jsonio.tolerant_int`` (floats and bad values tallied), in the
+    SDK's count order, then the model when it is a string. Checked on every
+    token usage entry of the corpus and on odd entries around the short
+    path's edges (2**53, negatives, bools, floats, missing or extra members)."""
+    from trajkit.formats.openhands_sdk.reader import _COUNT_FIELDS, _Numbers, _usage
+    from trajkit.jsonio import tolerant_int
+
+    def reference(tu):
+        out, floats, bad = {}, 0, 0
+        for f in _COUNT_FIELDS:
+            if f in tu:
+                v = tu[f]
+                n, flagged = tolerant_int(v)
+                if flagged and v is not None:
+                    if isinstance(v, float) and v.is_integer() and n == v:
+                        floats += 1
+                    else:
+                        bad += 1
+                out[f] = n
+        if isinstance(tu.get("model"), str) and not isinstance(tu.get("model"), bool):
+            out["model"] = tu["model"]
+        return out, floats, bad
+
+    entries = []
+    for conv in find_sessions(corpus):
+        for s in read(conv).walk():
+            for m in ((s.metadata.get("state") or {}).get("stats") or {}).get("usage_to_metrics", {}).values():
+                entries.extend(t for t in m.get("token_usages", []) if isinstance(t, dict))
+    assert len(entries) >= 10
+    base = dict(entries[0])
+    odd = [dict(base, prompt_tokens=1 << 53), dict(base, prompt_tokens=(1 << 53) + 1), dict(base, completion_tokens=-1),
+           dict(base, reasoning_tokens=True), dict(base, cache_read_tokens=12.0), dict(base, per_turn_token=1.5),
+           dict(base, model=7), {k: v for k, v in base.items() if k != "model"}, dict(base, extra_member=3),
+           {k: v for k, v in base.items() if k != "context_window"}, dict(base, context_window=None), {}]
+    for tu in entries + odd:
+        nums = _Numbers()
+        got = _usage(tu, nums)
+        want, floats, bad = reference(tu)
+        assert (list(got.items()), nums.floats, nums.bad) == (list(want.items()), floats, bad), tu

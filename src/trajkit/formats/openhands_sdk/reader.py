@@ -431,24 +431,28 @@ class _Numbers:
 
 
 _INF = float("inf")
-_JUST_INT = {int}
 
 
-#: The members of a token usage entry as the SDK writes every one (its counts, model and response id).
-_SDK_USAGE_KEYS = frozenset(_COUNT_FIELDS + ("model", "response_id"))
 _counts_of = itemgetter(*_COUNT_FIELDS)
 
 
 def _usage(tu: dict, nums: _Numbers) -> dict[str, Any]:
-    if tu.keys() == _SDK_USAGE_KEYS:
-        # the SDK's own entry: every count present; plain counts are taken as written
-        vals = _counts_of(tu)
-        if set(map(type, vals)) == _JUST_INT and min(vals) >= 0 and max(vals) <= _COUNT_LIMIT:
-            out = dict(zip(_COUNT_FIELDS, vals))
-            model = tu["model"]
+    try:
+        a, b, c, d, e, f, g = _counts_of(tu)
+    except KeyError:  # a count missing: the general case below
+        pass
+    else:
+        # every count present, each a plain int in 0 .. 2**53 - 1 (or'ed together a
+        # negative stays negative): taken as written, what the general case below
+        # makes of them, in its order, without its per-count test
+        if (type(a) is int and type(b) is int and type(c) is int and type(d) is int and type(e) is int
+                and type(f) is int and type(g) is int and not (a | b | c | d | e | f | g) >> 53):
+            model = tu.get("model")
             if type(model) is str:
-                out["model"] = model
-            return out
+                return {"prompt_tokens": a, "completion_tokens": b, "cache_read_tokens": c, "cache_write_tokens": d,
+                        "reasoning_tokens": e, "context_window": f, "per_turn_token": g, "model": model}
+            return {"prompt_tokens": a, "completion_tokens": b, "cache_read_tokens": c, "cache_write_tokens": d,
+                    "reasoning_tokens": e, "context_window": f, "per_turn_token": g}
     out = {f: tu[f] for f in _COUNT_FIELDS if f in tu}
     for f, v in out.items():
         # a plain count as tolerant_int takes it, without the call
@@ -523,9 +527,11 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
         }
         positional = not cost_by_id and norm_costs and len(norm_costs) == len(norm_usages)
         for i, rid in enumerate(rids):
-            if type(rid) is not str or not rid:
-                continue
-            u = dict(norm_usages[i])
+            if type(rid) is not str or not rid or rid in by_response:
+                continue  # no response id, or a later entry of one already indexed (the first wins)
+            # the entry's own usage dict becomes the index entry (its summary row is a copy made
+            # above): nothing else holds it
+            u = norm_usages[i]
             u["usage_id"] = usage_id
             lat = latency.get(rid)
             if lat is not None:
@@ -535,8 +541,7 @@ def read_stats(state: StateView, nums: _Numbers) -> tuple[dict[str, Any], dict[s
             elif positional:
                 u["cost"] = norm_costs[i]
                 u["cost_join"] = "position"
-            if rid not in by_response:
-                by_response[rid] = u
+            by_response[rid] = u
     return summary, by_response
 
 
@@ -1117,8 +1122,9 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
                 rid = None
             elif by_response and rid in by_response:
                 if rid not in given:
-                    ev.usage = dict(by_response[rid])
-                    ev.model_usage = given[rid] = usage_of(ev.usage, usage_source)
+                    # the index entry itself (its step shares it too, as it shares the Usage)
+                    ev.usage = u = by_response[rid]
+                    ev.model_usage = given[rid] = usage_of(u, usage_source)
                 else:
                     usage_on.append(pos)  # marked once the analyzer's verdicts are in
         # answers name the action they answer (by action_id, else by tool call id)

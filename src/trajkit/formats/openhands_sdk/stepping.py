@@ -229,7 +229,7 @@ def build_steps(s: Session, places: list[str] | None = None, pairing: Pairing | 
                 first_step_of_response[rid] = step.step_id
                 u = usage_of.get(rid)
                 if u is not None:
-                    step.usage = dict(u)
+                    step.usage = u  # the first event of the response holds the same entry
                     cost = u.get("cost")
                     if type(cost) is float or type(cost) is int:
                         step.cost = cost
