@@ -15,6 +15,7 @@ import pickle
 import pytest
 
 from trajkit.formats.openhands_sdk.layout import EventScan
+from trajkit.formats.openhands_sdk.tree import Branching
 from trajkit.formats.openhands_v0.layout import Layout
 from trajkit.reading.io import JsonLine, Refusal
 from trajkit.reading.probe import Probe
@@ -48,6 +49,8 @@ SPECS = {
     Layout: (False, True, [("kind", REQUIRED), ("root", REQUIRED), ("flat_candidates", NEW_LIST), ("session_dirs", NEW_LIST),
                            ("metadata_files", NEW_LIST), ("recordings", NEW_LIST), ("probe", NEW_PROBE), ("rel_base", None)]),
     EventScan: (False, True, [("ordered", NEW_LIST), ("others", NEW_LIST), ("first_missing", None), ("diagnostics", NEW_LIST)]),
+    Branching: (False, True, [("parents", REQUIRED), ("active", NEW_LIST), ("leaf", None), ("leaf_source", "none"), ("place", NEW_LIST),
+                              ("diagnostics", NEW_LIST)]),
     TextCommand: (True, True, [("action", REQUIRED), ("open_file", None)]),
 }
 

@@ -4,8 +4,8 @@ which events hang off it (``openhands-v1.md`` §4)."""
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field
 
+from ..._records import Record
 from ...diagnostics import INFO, WARNING, Diagnostic
 
 ROOT_MARK = "__root__"
@@ -19,18 +19,28 @@ SIDE = "side"
 ABANDONED = "abandoned"
 
 
-@dataclass(slots=True)
-class Branching:
+class Branching(Record):
     """Effective parent per event, the active branch (root to leaf), how the
     leaf was chosen, and each event's place: ``active`` (on the branch),
-    ``side`` (an artifact hanging off it, e.g. a state update) or ``abandoned``."""
+    ``side`` (an artifact hanging off it, e.g. a state update) or ``abandoned``
+    (a light record: one is made per read; the lists default to new empty ones)."""
 
+    __slots__ = __match_args__ = ("parents", "active", "leaf", "leaf_source", "place", "diagnostics")
     parents: list[str | None]
-    active: list[str] = field(default_factory=list)
-    leaf: str | None = None
-    leaf_source: str = "none"
-    place: list[str] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    active: list[str]
+    leaf: str | None
+    leaf_source: str
+    place: list[str]
+    diagnostics: list[Diagnostic]
+
+    def __init__(self, parents: list[str | None], active: list[str] | None = None, leaf: str | None = None,
+                 leaf_source: str = "none", place: list[str] | None = None, diagnostics: list[Diagnostic] | None = None) -> None:
+        self.parents = parents
+        self.active = [] if active is None else active
+        self.leaf = leaf
+        self.leaf_source = leaf_source
+        self.place = [] if place is None else place
+        self.diagnostics = [] if diagnostics is None else diagnostics
 
 
 def effective_parents(ids: list[str | None], written: list[str | None]) -> list[str | None]:
@@ -38,9 +48,15 @@ def effective_parents(ids: list[str | None], written: list[str | None]) -> list[
     written (a string, or None when absent or null): ``__root__`` starts a
     new root, an id is the parent, and none means the previous event
     (legacy linear logs) or no parent for the first event."""
-    if None not in written:  # every parent written (SDK 1.31+)
-        return [None if pid == ROOT_MARK else pid for pid in written]
-    if written.count(None) == len(written):  # none written (a legacy linear log): each event's parent is the one before
+    unwritten = written.count(None)
+    if not unwritten or (unwritten == 1 and written[0] is None):
+        # every parent written (SDK 1.31+), the first event's perhaps not (it has no
+        # previous event either): as written, each __root__ read as None (copied in C
+        # when there is none)
+        if ROOT_MARK in written:
+            return [None if pid == ROOT_MARK else pid for pid in written]
+        return written[:]
+    if unwritten == len(written):  # none written (a legacy linear log): each event's parent is the one before
         return [None, *ids[:-1]] if ids else []
     out: list[str | None] = []
     prev: str | None = None
@@ -71,11 +87,10 @@ def branch(
     each event's file index), so one bad file does not cut the history.
     """
     parents = effective_parents(ids, written_parents)
-    b = Branching(parents=parents)
+    b = Branching(parents)
     n = len(ids)
-    if None not in ids and len(set(ids)) == n:  # every id there and distinct: the common case, in C
-        index: dict[str, int] = dict(zip(ids, range(n)))
-    else:
+    index: dict[str, int] = dict(zip(ids, range(n)))
+    if len(index) != n or None in index:  # an id missing or repeated (else: the common case, in C)
         index = {}
         for i, eid in enumerate(ids):
             if eid is not None and eid not in index:
