@@ -198,3 +198,23 @@ def test_usage_entry_fast_path_equals_tolerant_int_rule(corpus):
         got = _usage(tu, nums)
         want, floats, bad = reference(tu)
         assert (list(got.items()), nums.floats, nums.bad) == (list(want.items()), floats, bad), tu
+
+
+def test_event_and_step_usage_equal_usage_from_counts(corpus):
+    """The Usage the reader makes for a response's first event (read_stats'
+    entry taken as it is) is ``Usage.from_counts`` of the event's usage dict
+    with the state's source, and its step shares it."""
+    from trajkit.formats.openhands_sdk.stepping import STEP_USAGE_SOURCE
+    from trajkit.model import Usage
+
+    checked = 0
+    for conv in find_sessions(corpus):
+        for s in read(conv).walk():
+            for e in s.events:
+                if e.usage is not None:
+                    assert e.model_usage == Usage.from_counts(e.usage, STEP_USAGE_SOURCE), e.id
+                    checked += 1
+            for st in s.steps:
+                if st.usage is not None:
+                    assert st.model_usage == Usage.from_counts(st.usage, STEP_USAGE_SOURCE), st.step_id
+    assert checked >= 10

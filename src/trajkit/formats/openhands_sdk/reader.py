@@ -43,6 +43,7 @@ from ...model import (
     FileEdit,
     SourceFile,
     ToolCall,
+    Usage,
 )
 from ...vocab.openhands import SDK_TOOLS
 from . import layout, tree
@@ -54,7 +55,6 @@ from .fields import (
     observation_text,
     reasoning,
     texts,
-    usage_of,
 )
 from .outcome import outcome, run_facts
 from .stepping import STEP_USAGE_SOURCE, Pairing, build_steps
@@ -1124,7 +1124,12 @@ def ingest_events(s: Session, source: Any, state: StateView, state_raw: Any, met
                 if rid not in given:
                     # the index entry itself (its step shares it too, as it shares the Usage)
                     ev.usage = u = by_response[rid]
-                    ev.model_usage = given[rid] = usage_of(u, usage_source)
+                    # usage_of(u, usage_source) without its checks, which an entry read_stats
+                    # made always passes (integer counts, a float cost, a str model, no other member)
+                    ug = u.get
+                    ev.model_usage = given[rid] = Usage(ug("prompt_tokens"), ug("completion_tokens"), ug("cache_read_tokens"),
+                                                        ug("cache_write_tokens"), ug("reasoning_tokens"), None, ug("cost"),
+                                                        usage_source, ug("model"))
                 else:
                     usage_on.append(pos)  # marked once the analyzer's verdicts are in
         # answers name the action they answer (by action_id, else by tool call id)
