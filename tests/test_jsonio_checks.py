@@ -399,6 +399,43 @@ def test_dumps_python_writes_random_arguments_as_the_standard_library():
         assert jsonio.dumps_python(v) == json.dumps(v, ensure_ascii=False)
 
 
+def test_dumps_python_leaving_out_a_member_writes_the_mapping_without_it():
+    # the step text's "name(args without thought)": the same text as json.dumps of a copy without the member
+    rng = random.Random(16)
+    for _ in range(3000):
+        args = _random_args(rng)
+        if rng.random() < 0.5:
+            args["thought"] = rng.choice(["why", "x" * 200, None, [1, {"a": "b"}]])
+        want = json.dumps({k: v for k, v in args.items() if k != "thought"}, ensure_ascii=False)
+        assert jsonio.dumps_python(args, "thought") == want, args
+    assert jsonio.dumps_python({"thought": "t"}, "thought") == "{}"
+    assert jsonio.dumps_python({1: "a", "thought": "t", "b": 2}, "thought") == json.dumps({1: "a", "b": 2}, ensure_ascii=False)
+
+    class Sub(dict):
+        pass
+
+    assert jsonio.dumps_python(Sub(thought="t", a=1), "thought") == '{"a": 1}'
+    # other values take no member out
+    for v in ([1, "thought"], "thought", 3, None):
+        assert jsonio.dumps_python(v, "thought") == json.dumps(v, ensure_ascii=False)
+
+
+def test_dumps_python_keys_met_before_and_new_keys_write_the_same():
+    # the '"key": ' texts kept between calls are those of str keys only, and the store stops growing
+    import trajkit.jsonio as j
+
+    keys = [f"k{i}\n\u00e9\"" for i in range(3000)]
+    for k in keys:
+        assert j.dumps_python({k: 1, 1: 2}) == json.dumps({k: 1, 1: 2}, ensure_ascii=False)
+        assert j.dumps_python({k: "v", "path": "/a"}) == json.dumps({k: "v", "path": "/a"}, ensure_ascii=False)
+    for k in reversed(keys):  # kept or not, the text is the same
+        assert j.dumps_python({k: None}) == json.dumps({k: None}, ensure_ascii=False)
+    # a key equal to a kept one but of another type is converted as json.dumps converts it
+    assert j.dumps_python({"1": 1, 1: 2, True: 3, None: 4}) == json.dumps({"1": 1, 1: 2, True: 3, None: 4}, ensure_ascii=False)
+    cells = [c.cell_contents for c in j.dumps_python.__closure__ if isinstance(c.cell_contents, dict)]
+    assert cells and all(len(c) <= 1024 and all(type(k) is str for k in c) for c in cells)
+
+
 def test_dumps_python_of_every_v0_action_in_the_corpus_is_the_standard_library(corpus):
     seen = 0
     for p in sorted((corpus / "openhands_v0").rglob("*.json")):

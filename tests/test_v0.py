@@ -98,6 +98,14 @@ def test_render_rules_are_byte_exact():
         'recall({"recall_type": "workspace_context", "query": "q"})'
     )
     assert render_action("finish", {}) == "finish({})"
+    # a single-argument action without its argument, or with a value that is no string
+    assert render_action("run", {"thought": "t"}) == '""'
+    assert render_action("run", {"command": ["ls", " "]}) == '["ls", " "]'
+    assert render_action("run", {"command": " "}) == '" "'
+    # no args, args that are no mapping, and a mapping json cannot write (its text instead, thought left out)
+    assert render_action("finish", None) == "finish({})"
+    assert render_action("run", "ls") == 'run("ls")'
+    assert render_action("x", {"a": {1}, "thought": "t"}) == 'x("{\'a\': {1}}")'
 
 
 def test_flat_export_steps_render_from_args():

@@ -363,7 +363,12 @@ def _make_dumps_python():
         except TypeError:
             return encode_str(s)
 
-    def dumps_python(obj: Any) -> str:
+    # '"<key>": ' of the keys met so far (arguments reuse a few names); bounded, so
+    # that odd data cannot grow it without end. Only str keys are ever stored, and
+    # no other key equals one of them.
+    key_texts: dict[str, str] = {}
+
+    def dumps_python(obj: Any, leave_out: str | None = None) -> str:
         """JSON text exactly as Python's ``json.dumps(obj, ensure_ascii=False)``
         writes it (default separators ``", "`` and ``": "``), for decoded JSON
         values (which hold no cycles).
@@ -371,30 +376,44 @@ def _make_dumps_python():
         A mapping of text keys (a tool call's arguments, the common case) is
         written member by member, its long strings by orjson; any other
         value, and any member that is not a str, int, bool or None, by the
-        standard library's C encoder."""
+        standard library's C encoder.
+
+        ``leave_out``: a key whose member a mapping is written without (as
+        ``json.dumps`` writes the mapping minus that member; the step text
+        leaves out an action's ``thought``), with no copy of the mapping."""
         t = type(obj)
         if t is str:
             return text_of(obj)
         if t is dict:
             parts = []
             for k, v in obj.items():
-                if type(k) is not str:
-                    return "".join(one_shot(obj, 0))  # keys json.dumps converts (ints, floats, None, bools)
+                kt = key_texts.get(k)
+                if kt is None:
+                    if type(k) is not str:  # keys json.dumps converts (ints, floats, None, bools)
+                        if leave_out is not None:
+                            obj = {k: v for k, v in obj.items() if k != leave_out}
+                        return "".join(one_shot(obj, 0))
+                    kt = encode_str(k) + ": "
+                    if len(key_texts) < 1024:
+                        key_texts[k] = kt
+                if k == leave_out:
+                    continue
                 tv = type(v)
                 if tv is str:
-                    text = text_of(v)
+                    parts.append(kt + (encode_str(v) if len(v) < 128 else text_of(v)))
                 elif tv is int:
-                    text = int.__repr__(v)
+                    parts.append(kt + int.__repr__(v))
                 elif v is None:
-                    text = "null"
+                    parts.append(kt + "null")
                 elif v is True:
-                    text = "true"
+                    parts.append(kt + "true")
                 elif v is False:
-                    text = "false"
+                    parts.append(kt + "false")
                 else:
-                    text = "".join(one_shot(v, 0))
-                parts.append(encode_str(k) + ": " + text)
+                    parts.append(kt + "".join(one_shot(v, 0)))
             return "{" + ", ".join(parts) + "}"
+        if leave_out is not None and isinstance(obj, dict):
+            obj = {k: v for k, v in obj.items() if k != leave_out}
         return "".join(one_shot(obj, 0))
 
     return dumps_python

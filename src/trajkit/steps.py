@@ -45,11 +45,11 @@ def blank_safe(text: str) -> str:
 
 def render_call(name: str, args: Any) -> str:
     """``<name>(<args JSON without thought>)``, JSON as ``json.dumps(..., ensure_ascii=False)``."""
-    if isinstance(args, dict) and "thought" in args:
-        args = {k: v for k, v in args.items() if k != "thought"}
     try:
-        body = _dumps(args)
+        body = _dumps(args, "thought")
     except (TypeError, ValueError):
+        if isinstance(args, dict) and "thought" in args:
+            args = {k: v for k, v in args.items() if k != "thought"}
         body = _dumps(str(args))
     return f"{name}({body})"
 
@@ -60,16 +60,16 @@ def render_action(name: str, args: Any, single: dict[str, str] | None = None) ->
     ``single`` overrides which actions render as one argument (the SDK's
     ``terminal`` tool renders as its ``command``, for instance).
     """
-    table = SINGLE_ARGUMENT_ACTIONS if single is None else single
-    key = table.get(name)
+    key = (SINGLE_ARGUMENT_ACTIONS if single is None else single).get(name)
     if key is not None and isinstance(args, dict):
         value = args.get(key)
         if isinstance(value, str):
-            return blank_safe(value)
+            return value if value.strip() else _dumps(value)
         if value is None:
-            return blank_safe("")
+            return '""'  # blank_safe("")
         return blank_safe(_dumps(value))
-    return blank_safe(render_call(name, args if args is not None else {}))
+    # never blank: the text holds "("
+    return render_call(name, args if args is not None else {})
 
 
 def thinking_of(name: str, args: Any, think_actions: Iterable[str] = ("think",)) -> str | None:
