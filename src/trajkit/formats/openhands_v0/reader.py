@@ -349,6 +349,11 @@ def _id_of(raw: Any) -> int | str | None:
 _UNSET = object()
 
 
+#: The kind of an action event by its type (any other action is an ACTION).
+_ACTION_KINDS = {"message": MESSAGE, "system": SYSTEM, "condensation": CONDENSATION, "condensation_request": CONDENSATION,
+                 **dict.fromkeys(_STATE_ACTIONS, STATE)}
+
+
 def _kind_type(raw: Any) -> tuple[str, str]:
     """An event's normalized kind and native type name."""
     if type(raw) is not dict:
@@ -357,15 +362,7 @@ def _kind_type(raw: Any) -> tuple[str, str]:
     if action is not None:
         if type(action) is not str:
             action = str(action)
-        if action == "message":
-            return MESSAGE, action
-        if action == "system":
-            return SYSTEM, action
-        if action in _STATE_ACTIONS:
-            return STATE, action
-        if action == "condensation" or action == "condensation_request":
-            return CONDENSATION, action
-        return ACTION, action
+        return _ACTION_KINDS.get(action, ACTION), action
     obs = raw.get("observation")
     if obs is not None:
         if type(obs) is not str:
@@ -387,6 +384,9 @@ def _derive(raw: Any) -> dict[str, Any]:
     return {name: getattr(ev, name) for name in _DERIVED}
 
 
+_new_event = Event.__new__
+
+
 def to_event(raw: Any, ref: Ref | None, event_id: Any = _UNSET) -> Event:
     """The normalized view of one V0 event dict (``raw`` is kept as is).
 
@@ -394,11 +394,25 @@ def to_event(raw: Any, ref: Ref | None, event_id: Any = _UNSET) -> Event:
     from ``raw`` on first access (:meth:`Event.lazy`), exactly as
     :func:`full_event` derives them.
     """
-    kind, typ = _kind_type(raw)
-    ev = Event.lazy(_id_of(raw) if event_id is _UNSET else event_id, kind, typ, raw, ref, _derive)
-    # Set now, not derived: only :func:`attribute_usage` gives them a value,
-    # and every read prices each event's ``model_usage`` (estimate_session),
+    # _kind_type, inline for the two kinds almost every event is (one call less per event)
+    if type(raw) is dict and type(typ := raw.get("action")) is str:
+        kind = _ACTION_KINDS.get(typ, ACTION)
+    elif type(raw) is dict and type(typ := raw.get("observation")) is str and "action" not in raw:
+        kind = OBSERVATION if typ != "error" and typ not in _STATE_OBSERVATIONS else _kind_type(raw)[0]
+    else:
+        kind, typ = _kind_type(raw)
+    # Event.lazy(id, kind, typ, raw, ref, _derive), its slots set here (no call per event).
+    # usage and model_usage are set now, not derived: only :func:`attribute_usage` gives
+    # them a value, and every read prices each event's ``model_usage`` (estimate_session),
     # which would otherwise derive every field of every event.
+    # (One store per slot: a tuple assignment builds and unpacks a tuple.)
+    ev = _new_event(Event)
+    ev.id = _id_of(raw) if event_id is _UNSET else event_id
+    ev.kind = kind
+    ev.type = typ
+    ev.raw = raw
+    ev.ref = ref
+    ev._derive = _derive
     ev.usage = None
     ev.model_usage = None
     return ev
@@ -783,11 +797,16 @@ def _run_facts(session: Session, lay: Layout | None = None) -> None:
     run.verifier_dir = find_verifier_dir(lay.root, lay.probe) if lay is not None else find_verifier_dir(session.source_path)
 
 
+#: The action and observation types :func:`stream_outcome` looks at.
+_END_TYPES = frozenset({"agent_state_changed", "error", "finish", "change_agent_state", "pause", "stop"})
+
+
 def stream_outcome(session: Session) -> Outcome:
     """The end signal: the finish action, the last ``agent_state_changed``
     state and its reason, error observations, and the trial's terminal-bench
     ``results.json`` (``failure_mode``) or harbor ``result.json``
-    (``exception_info``); see ``formats/certification.md`` §6.2."""
+    (``exception_info``); see ``formats/certification.md`` §6.2. The events
+    are :func:`to_event`'s."""
     ev: list[dict[str, Any]] = []
     state = None
     reason = ""
@@ -797,7 +816,13 @@ def stream_outcome(session: Session) -> Outcome:
     operator_stop = False
     for e in session.events:
         raw = e.raw
-        if not isinstance(raw, dict):
+        if e.type not in _END_TYPES:
+            # e.type is the action, else the observation (to_event): an event of another
+            # type can only be one of the cases below with both members (then its action
+            # is its type, and its observation may still be one of these)
+            if not isinstance(raw, dict) or "action" not in raw or "observation" not in raw:
+                continue
+        elif not isinstance(raw, dict):
             continue  # no member to look at: none of the cases below
         obs = raw.get("observation")
         act = raw.get("action")
@@ -847,37 +872,49 @@ def stream_outcome(session: Session) -> Outcome:
 
 
 def build_steps(session: Session) -> list[Step]:
-    """One step per action answered by an observation (first answer wins)."""
+    """One step per action answered by an observation (first answer wins).
+
+    From each event's dict and the fields :func:`to_event` sets at once (id,
+    kind, type, ref, usage): no event's other fields are derived."""
     events = session.events
     ids: set[int] = set()
-    observations: list[tuple[int, Event]] = []
     answer: dict[int, Event] = {}
+    actions: list[Event] = []  # the action events with an int id, in stream order
     last_obs_id = -1
     for e in events:
         eid = e.id
+        raw = e.raw
         if type(eid) is int:
             ids.add(eid)
-        raw = e.raw
-        if type(raw) is dict and "observation" in raw:
+            if type(raw) is not dict:
+                continue
+            if "action" in raw:
+                actions.append(e)
+        elif type(raw) is not dict:
+            continue
+        if "observation" in raw:
             cause = raw.get("cause")
             if type(cause) is int:
                 if type(eid) is int and eid > last_obs_id:
                     last_obs_id = eid
-                observations.append((cause, e))
                 if cause not in answer:
                     answer[cause] = e
-    for cause, e in observations:
-        if cause not in ids:
-            answer.pop(cause, None)
-            session.diag("v0.orphan-observation", f"observation names cause {cause}, which is not in the {session.view} view",
-                         WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
+    if not ids.issuperset(answer):
+        # one diagnostic per observation whose cause is not in the view, in stream order
+        for e in events:
+            raw = e.raw
+            if type(raw) is dict and "observation" in raw:
+                cause = raw.get("cause")
+                if type(cause) is int and cause not in ids:
+                    answer.pop(cause, None)
+                    session.diag("v0.orphan-observation", f"observation names cause {cause}, which is not in the {session.view} view",
+                                 WARNING, file=e.ref.path if e.ref else None, event_id=e.id)
     steps: list[Step] = []
     unanswered: list[Any] = []
     done: set[int] = set()
-    for e in events:
-        raw = e.raw
+    for e in actions:
         eid = e.id
-        if type(eid) is not int or type(raw) is not dict or "action" not in raw or eid in done:
+        if eid in done:
             continue
         done.add(eid)
         action = e.type
@@ -888,25 +925,26 @@ def build_steps(session: Session) -> list[Step]:
                 session.diag("v0.cutoff-action", f"trailing {action} action has no observation (the run was cut off); not a step",
                              WARNING, file=e.ref.path if e.ref else None, event_id=eid)
             continue
+        raw = e.raw
         args = raw.get("args")
         content = obs.raw.get("content")
-        steps.append(
-            Step(
-                len(steps) + 1,
-                render_action(action, args if type(args) is dict else {}),
-                action,
-                content if type(content) is str else "",
-                thinking_of(action, args),
-                e.ref,
-                obs.ref,
-                eid,
-                obs.id,
-                parallel_group=_response_id(raw) if (e.kind == ACTION or e.kind == MESSAGE) and _parallel(raw) else None,
-                usage=_usage_tokens(e.usage) if "llm_metrics" in raw else None,
-                cost=e.usage.get("cost") if "llm_metrics" in raw and e.usage else None,
-                model_usage=e.model_usage if "llm_metrics" in raw else None,
-            )
-        )
+        # the fields most steps leave at None are set after, when they have a value
+        # (keyword arguments cost a third of the Step's construction)
+        step = Step(len(steps) + 1, render_action(action, args if type(args) is dict else {}), action,
+                    content if type(content) is str else "", thinking_of(action, args), e.ref, obs.ref, eid, obs.id)
+        kind = e.kind
+        if kind == ACTION or kind == MESSAGE:
+            tcm = raw.get("tool_call_metadata")
+            if type(tcm) is dict:  # a parallel response: its calls share the response id
+                n = tcm.get("total_calls_in_response")
+                if type(n) is int and n > 1:
+                    step.parallel_group = _response_id(raw)
+        if "llm_metrics" in raw:
+            usage = e.usage
+            step.usage = _usage_tokens(usage)
+            step.cost = usage.get("cost") if usage else None
+            step.model_usage = e.model_usage
+        steps.append(step)
     session.metadata["actions_without_observation"] = unanswered
     return steps
 
@@ -943,11 +981,3 @@ def attribute_usage(events: list[Event]) -> None:
         if rid:
             seen.add(rid)
         prev = totals
-
-
-def _parallel(raw: dict) -> bool:
-    tcm = raw.get("tool_call_metadata")
-    if isinstance(tcm, dict):
-        n = tcm.get("total_calls_in_response")
-        return isinstance(n, int) and n > 1
-    return False
