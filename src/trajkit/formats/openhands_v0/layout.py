@@ -264,6 +264,8 @@ def views_present(root: Path, lay: Layout | None = None) -> list[str]:
     out = []
     if lay.flat_candidates:
         out.append(FLAT)
+    if not lay.session_dirs:  # a flat export alone (a bare file): no folder to list
+        return out
     bases = [os.fspath(d) + os.sep for d in lay.session_dirs]  # as d / "events" writes it, without the Paths
     if any(_has_files(lay.ls(b + "events"), _EVENT_FILE) for b in bases):
         out.append(EVENTS)

@@ -72,8 +72,9 @@ def _rel(path: Path | str, lay: Layout) -> str:
     is its text after the root's."""
     base = lay.rel_base
     if base is None:
-        root = lay.root
-        base = lay.rel_base = os.fspath(root.parent if lay.kind == "flat-file" else root)
+        root = os.fspath(lay.root)
+        # a bare file's folder: Path.parent, by string (a written Path has no trailing separator)
+        base = lay.rel_base = (os.path.dirname(root) or ".") if lay.kind == "flat-file" else root
     s = os.fspath(path)
     if s[:1] == os.sep and base[:1] == os.sep and os.sep + ".." not in s:
         prefix = base if base.endswith(os.sep) else base + os.sep
@@ -90,7 +91,11 @@ def _read_flat(lay: Layout, session: Session, opts: ReadOptions) -> tuple[list[E
     cands = []
     only = lay.flat_candidates[0] if len(lay.flat_candidates) == 1 else None
     held = lay.probe.whole(only, opts.max_file_bytes) if only is not None else None
-    if held is not None:  # one candidate, all of it read by detection: its size is known, no stat
+    if held is None and only is not None:
+        # one candidate: read it at once; its bytes give its size, no stat (a
+        # file that cannot be read takes the path below: a stat, then the read's diagnostic)
+        held = read_io.read_capped(only, opts.max_file_bytes)[0]
+    if held is not None:  # one candidate, all of it read (by detection's sniff, or just now): its size is known
         cands.append((len(held), only))
     for p in lay.flat_candidates if held is None else ():
         st = lay.probe.stat(p)  # detection's stat when it made one
@@ -261,9 +266,9 @@ def _note_unused_view(name: str, paths: list[str], role: str, session: Session) 
     session.files.extend(SourceFile(p, role, "unused", None, [], note) for p in paths)
 
 
-def _view_files(lay: Layout, d: Path | str, pat: re.Pattern) -> list[str]:
-    base = os.fspath(d) + os.sep
-    return [base + n for n in sorted(lay.ls(d)) if pat.match(n)]
+def _view_files(lay: Layout, d: str, pat: re.Pattern) -> list[str]:
+    base = d + os.sep
+    return [base + n for n in sorted(filter(pat.match, lay.ls(d)))]
 
 
 # ---------------------------------------------------------------- events
@@ -663,6 +668,8 @@ def _read_metadata(lay: Layout, session: Session, opts: ReadOptions) -> None:
 
 
 _METADATA_KEYS = {"results.json": "results", "result.json": "result", "config.json": "config"}
+#: The metadata keys of results files (the ``Session.files`` roles :func:`_run_facts` names them by).
+_RESULT_KEYS = ("results", "result")
 
 
 def _session_id(lay: Layout, view_path: str | None) -> str:
@@ -672,12 +679,16 @@ def _session_id(lay: Layout, view_path: str | None) -> str:
             return _name(parent)  # type: ignore[arg-type]
         return _name(lay.session_dirs[0])
     if lay.kind == "flat-file":
-        return lay.root.stem
+        return _stem(_name(os.fspath(lay.root)))
     if lay.flat_candidates and lay.kind in ("terminal-bench", "agent-logs"):
-        name = _name(view_path or lay.flat_candidates[0])
-        dot = name.rfind(".")  # Path.stem: the name without its last suffix (none for ".x" or "x.")
-        return name[:dot] if 0 < dot < len(name) - 1 else name
+        return _stem(_name(view_path or lay.flat_candidates[0]))
     return lay.root.name
+
+
+def _stem(name: str) -> str:
+    """``Path.stem`` of a file name: without its last suffix (none for ``.x`` or ``x.``)."""
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
 
 
 def _name(path: str) -> str:
@@ -773,7 +784,12 @@ def _run_facts(session: Session, lay: Layout | None = None) -> None:
     if isinstance(md.get("model"), str):
         run.models = [md["model"]]
     run.default_workspace = "/workspace"  # the sandbox workspace when the record names none
-    paths = {f.role: f.path for f in session.files if f.role in ("results", "result") and f.status == "read"}
+    # the results files read (``_read_metadata`` sets their metadata key only when it read one),
+    # from the layout's few metadata files rather than every file of the run
+    if lay is not None:
+        paths = {key: p for name, p in lay.metadata_files if (key := _METADATA_KEYS[name]) in _RESULT_KEYS and key in md}
+    else:
+        paths = {f.role: f.path for f in session.files if f.role in _RESULT_KEYS and f.status == "read"}
     run.results = find_results(md, paths)
     cost = _d(_d(md.get("result")).get("agent_result")).get("cost_usd")
     if isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0:
