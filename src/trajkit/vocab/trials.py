@@ -42,8 +42,8 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     run that a Probe has not listed is asked with one ``access`` call (what
     the probe would end up making), without the probe's look-ups."""
     d = str(root) if isinstance(root, Path) else str(Path(root))  # a Path is normalized already
-    absent = probe.absent if probe is not None else fs.absent
     listed = getattr(probe, "listed", None)  # a Probe's; the SDK reader's stand-in answers every level itself
+    on_disk = fs.current() is None  # no archive mounted: fs.absent's access() call, made inline
     for level in range(4):
         if d == ".":
             v = "verifier"  # as Path(d) / "verifier" writes it
@@ -52,9 +52,16 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
         else:
             v = os.path.join(d, "verifier")
         # the run's own folder through the probe (its listing answers); above it, unlisted folders directly
-        if (fs.absent(v) if level and listed is not None and not listed(d) else absent(v)):
-            pass
-        elif _verifier_at(v, probe):
+        if probe is not None and (not level or listed is None or listed(d)):
+            gone = probe.absent(v)
+        elif on_disk:
+            try:
+                gone = not _access(v, _F_OK)
+            except ValueError:  # a NUL in the name: not there
+                gone = True
+        else:
+            gone = fs.absent(v)
+        if not gone and _verifier_at(v, probe):
             return v
         if _POSIX:  # posixpath.dirname(d), inline
             parent = d[:d.rfind("/") + 1]
@@ -75,6 +82,8 @@ def _verifier_at(v: str, probe: Any) -> bool:
     return isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt")))
 
 
+_access = os.access
+_F_OK = os.F_OK
 #: ``os.path`` is posixpath (its ``join`` and ``dirname`` are then spelled inline above).
 _POSIX = os.path is posixpath
 
