@@ -70,9 +70,17 @@ class Layout(Record):
         self.probe = Probe() if probe is None else probe
         self.rel_base = rel_base
 
-    def ls(self, d: Path | str) -> list[str]:
-        """The names in directory ``d``, listed once per layout."""
-        return self.probe.listdir(d) or []
+    def ls(self, d: str) -> list[str]:
+        """The names in directory ``d``, listed once per layout; none, without
+        a listing that would fail, when ``d``'s folder was listed without a
+        folder of that name (a session directory's missing ``events/`` or
+        ``event_cache/``: a trial mostly lacks one of the two)."""
+        probe = self.probe
+        if not probe.listed(d):
+            i = d.rfind(os.sep)
+            if 0 < i < len(d) - 1 and probe.listed(d[:i]) and d[i + 1:] not in probe.scan(d[:i])[0]:
+                return []
+        return probe.listdir(d) or []
 
 
 def _join(d: str, name: str) -> str:
