@@ -618,7 +618,7 @@ def _read(root: Path, options: ReadOptions | None) -> tuple[Session, Layout | No
             _note_unused_view(EVENTS, _view_files(lay, base + "events", _EVENT_FILE), "event", session)
         if not (view == CACHE and chosen_dir == base + "event_cache"):
             _note_unused_view(CACHE, _view_files(lay, base + "event_cache", _SHARD_FILE), "event-cache-shard", session)
-    if view != FLAT:
+    if view != FLAT and lay.flat_candidates:  # (the set of every file's path only when there is a candidate to look up)
         seen = {f.path for f in session.files}
         _note_unused_view(FLAT, [p for p in lay.flat_candidates if p not in seen], "flat-export", session)
     for r in lay.recordings:
