@@ -18,7 +18,7 @@ import pytest
 
 from trajkit.formats.claude_code import layout as claude_layout
 from trajkit.reading.probe import Probe
-from trajkit.registry import _file_hits, detect, formats
+from trajkit.registry import Format, _file_table, detect, formats
 
 from conftest import CORPUS, REPO
 
@@ -69,6 +69,15 @@ def test_winner_only_makes_no_ambiguity_verdict_and_records_only_matches():
         fast = detect(p, ancestors=0, winner_only=True)
         assert fast.ambiguous is False
         assert all(c.outcome in ("match", "unrelated", "sniff-error") for c in fast.considered)
+
+
+def _file_hits(fingerprints: tuple[str, ...], name: str) -> list[str]:
+    """The fingerprints a file called ``name`` hits, as detection's table per name suffix
+    (``registry._file_table``) picks them, in declared order."""
+    fmt = Format("t", "", fingerprints, 1, lambda *a: None, lambda *a: None)
+    dot = name.rfind(".")
+    got = _file_table([fmt], name[dot:] if dot >= 0 else "")
+    return [fp for _f, fps in got for fp, test in fps if test is None or test(name)]
 
 
 def test_file_fingerprints_hit_what_fnmatch_says():

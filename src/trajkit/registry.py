@@ -741,36 +741,6 @@ def _glob_hit(base: str, fp: str, probe: Probe) -> bool:
     return False
 
 
-def _fingerprint_hits(candidate: Path, base: str, fmt: Format, is_dir: bool, probe: Probe) -> Iterator[str]:
-    """The fingerprints of ``fmt`` that match ``candidate`` (``base`` is its
-    string form), in declared order, computed lazily: detection stops asking
-    once a sniff matches."""
-    if is_dir:
-        names = probe.listdir(base)
-        if not names:
-            return
-        globs = probe.globs
-        for fp, parts in _dir_globs(tuple(fmt.fingerprints)):
-            first, match = parts[0]
-            if match is None and first not in names:
-                continue  # the common case: a literal first part that is not there
-            key = (base, fp)  # several formats share a glob such as *.json: asked once per probe
-            hit = globs.get(key)
-            if hit is None:
-                if len(parts) > 1:
-                    hit = _glob_hit(base, fp, probe)
-                else:  # one part: the listing in hand answers (what _glob_hit says of it)
-                    hit = match is None or any(n[0] != "." and match(n) for n in names)
-                globs[key] = hit
-            if hit:
-                yield fp
-    else:
-        name = candidate.name
-        for fp, match in _file_globs(tuple(fmt.fingerprints)):
-            if (match(name) if match is not None else name == fp):
-                yield fp
-
-
 @functools.lru_cache(maxsize=None)
 def _dir_globs(fingerprints: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[str, Any], ...]], ...]:
     """Each fingerprint with its parsed parts (:func:`_parse_glob`), once per format."""
@@ -781,29 +751,6 @@ def _dir_globs(fingerprints: tuple[str, ...]) -> tuple[tuple[str, tuple[tuple[st
 def _file_globs(fingerprints: tuple[str, ...]) -> tuple[tuple[str, Any], ...]:
     """The fingerprints a file's name can hit (no ``/``), each with its matcher (None: a literal name)."""
     return tuple((fp, _parse_glob(fp)[0][1]) for fp in fingerprints if "/" not in fp)
-
-
-@functools.lru_cache(maxsize=None)
-def _file_ends(fingerprints: tuple[str, ...]) -> tuple[str, ...] | None:
-    """What a file's name must end with to hit one of these fingerprints (the
-    literal text after each one's last wildcard), as one ``str.endswith``
-    test that rules out most formats for a name without trying each glob;
-    None when some fingerprint can end with anything. ``()``: none can hit."""
-    ends = []
-    for fp, _m in _file_globs(fingerprints):
-        cut = max(fp.rfind("*"), fp.rfind("?"), fp.rfind("]"))
-        if cut == len(fp) - 1:
-            return None
-        ends.append(fp[cut + 1:])
-    return tuple(ends)
-
-
-def _file_hits(fingerprints: tuple[str, ...], name: str) -> list[str]:
-    """The fingerprints a file called ``name`` hits, in declared order."""
-    ends = _file_ends(fingerprints)
-    if ends is not None and not name.endswith(ends):
-        return []
-    return [fp for fp, m in _file_globs(fingerprints) if (m(name) if m is not None else name == fp)]
 
 
 def _relates(depth: int, rel_first: str | None, fp: str) -> bool:
@@ -892,41 +839,73 @@ def detect(
     probe = probe if probe is not None else Probe()
     if not probe.exists(p):
         return det
-    fmts = [f for f in formats() if only is None or f.name in only]
-    det.diagnostics.extend(load_problems())  # plugins that failed to load, names claimed twice
+    fmts = formats() if only is None else [f for f in formats() if f.name in only]
+    table = _table_of(fmts)
+    problems = load_problems()  # plugins that failed to load, names claimed twice
+    if problems:
+        det.diagnostics.extend(problems)
+    considered = det.considered
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
     strong = False
     top = -sys.maxsize  # winner_only: the highest priority matched so far
+    globs = probe.globs
     for depth, cand in enumerate(_candidates(p, ancestors)):
         cs = str(cand)
         probe.name(cand, cs)  # the sniffs' asks about the candidate skip os.fspath
         is_dir = probe.is_dir(cs)
         name = cand.name
         rel_first = p.relative_to(cand).parts[0] if depth else None
+        # each format that has a fingerprint able to hit here, in priority order, with those
+        # fingerprints in declared order: a file's name picks them from a table per name suffix,
+        # a folder's listing is asked per fingerprint (lazily: a glob may list subfolders)
+        index = None
+        if is_dir:
+            index = probe.index(cs)
+            groups: Any = table.dirs if index else ()
+        else:
+            dot = name.rfind(".")
+            ext = name[dot:] if dot >= 0 else ""
+            groups = table.by_end.get(ext)
+            if groups is None:
+                groups = table.by_end[ext] = _file_table(fmts, ext)
         floor = None  # priority of a strong match at this candidate
         settled = False  # winner_only: a strong match here, so no later format here can win
-        for fmt in fmts:
-            if floor is not None and fmt.priority < floor:
+        for fmt, fps in groups:
+            priority = fmt.priority
+            if floor is not None and priority < floor:
                 break  # formats are in priority order: none of the rest can win
-            if fmt.priority < top:
+            if priority < top:
                 break  # winner_only: priority outranks strength and nearness, so a lower one cannot win, here or farther up
-            if is_dir:
-                hits: Any = _fingerprint_hits(cand, cs, fmt, True, probe)  # lazy: globs list folders
-            else:  # a name against globs: no I/O, so no generator per format and candidate
-                hits = _file_hits(tuple(fmt.fingerprints), name)
-            for fp in hits:
-                if not _relates(depth, rel_first, fp):
-                    det.considered.append(Candidate(
-                        fmt.name, fmt.priority, cs, fp, "unrelated",
+            for fp, test in fps:
+                if index is None:  # a file: test is what its name must pass (None: a sure hit)
+                    if test is not None and not test(name):
+                        continue
+                else:  # a folder: test is the fingerprint's parsed parts
+                    first, match = test[0]
+                    if match is None and first not in index:
+                        continue  # the common case: a literal first part that is not there
+                    key = (cs, fp)  # several formats share a glob such as *.json: asked once per probe
+                    hit = globs.get(key)
+                    if hit is None:
+                        if len(test) > 1:
+                            hit = _glob_hit(cs, fp, probe)
+                        else:  # one part: the listing in hand answers (what _glob_hit says of it)
+                            hit = match is None or _any_name(probe, cs, index, test[0][0], match)
+                        globs[key] = hit
+                    if not hit:
+                        continue
+                if depth > 1 and rel_first is not None and not _relates(depth, rel_first, fp):
+                    considered.append(Candidate(
+                        fmt.name, priority, cs, fp, "unrelated",
                         reason=f"the path is under {rel_first}/, which this fingerprint does not point into",
                     ))
                     continue
                 try:
                     m = fmt.sniff(probe, cand, fp)
                 except Exception as e:  # a sniff must not take detection down
-                    det.considered.append(
-                        Candidate(fmt.name, fmt.priority, cs, fp, "sniff-error", reason=f"{origin(fmt.name)}: {e!r}")
+                    considered.append(
+                        Candidate(fmt.name, priority, cs, fp, "sniff-error", reason=f"{origin(fmt.name)}: {e!r}")
                     )
                     det.diagnostics.append(
                         Diagnostic(
@@ -941,22 +920,22 @@ def detect(
                 if m is None or isinstance(m, Reject):
                     if not winner_only:  # discovery asks only who wins: no record of each "no"
                         why = m.reason if m is not None else ""
-                        det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "sniff-rejected", reason=why))
+                        considered.append(Candidate(fmt.name, priority, cs, fp, "sniff-rejected", reason=why))
                     continue
                 root = str(m.root)
                 key = (fmt.name, root)
                 if key in seen:
                     continue
                 seen.add(key)
-                det.considered.append(Candidate(fmt.name, fmt.priority, cs, fp, "match", m.strength, root, m.reason))
+                considered.append(Candidate(fmt.name, priority, cs, fp, "match", m.strength, root, m.reason))
                 if m.strength == STRONG:
                     strong = True
                     settled = winner_only
                     if decide_only and floor is None:
-                        floor = fmt.priority
-                if winner_only and fmt.priority > top:
-                    top = fmt.priority
-                matches.append((-fmt.priority, 0 if m.strength == STRONG else 1, depth, fmt, m))
+                        floor = priority
+                if winner_only and priority > top:
+                    top = priority
+                matches.append((-priority, 0 if m.strength == STRONG else 1, depth, fmt, m))
                 break
             if settled:
                 break  # the rest here come later in priority order (a tie goes to the first): none can win
@@ -964,7 +943,8 @@ def detect(
             break
     if not matches:
         return det
-    matches.sort(key=lambda t: t[:3])
+    if len(matches) > 1:
+        matches.sort(key=_rank)
     best = matches[0]
     det.format, det.match = best[3], best[4]
     if winner_only:
@@ -974,6 +954,89 @@ def detect(
             det.ambiguous = True
             break
     return det
+
+
+def _rank(t: tuple[int, int, int, Format, Match]) -> tuple[int, int, int]:
+    """A match's rank: priority (highest first), then strength, then nearness."""
+    return t[:3]
+
+
+def _any_name(probe: Probe, cs: str, index: dict[str, Any], part: str, match: Any) -> bool:
+    """Whether a name of the folder ``cs`` (listed as ``index``) that is not
+    hidden matches the one-part glob ``part`` (``match``: its matcher): one
+    substring search over the folder's joined names for ``*END`` and
+    ``START*`` (:func:`_joined_names`), else a test per name."""
+    test = _simple_joined_test(part)
+    if test is not None:
+        return test(_joined_names(probe, cs, index))  # type: ignore[arg-type]
+    return any(n[0] != "." and match(n) for n in index)
+
+
+@functools.lru_cache(maxsize=None)
+def _simple_joined_test(part: str) -> Callable[[str], bool] | None:
+    """:func:`_joined_test` for the parts it answers with a substring test
+    (``*``, ``*END``, ``START*`` without ``?`` or ``[``), None for the rest:
+    no regular expression is compiled (a one-path detection meets each glob
+    once; compiling them all cost more than it)."""
+    if "?" in part or "[" in part or part.count("*") != 1 or not (part[0] == "*" or part[-1] == "*"):
+        return None
+    return _joined_test(part)
+
+
+class _Table:
+    """What :func:`detect` asks of one list of formats, worked out once:
+    ``dirs``, each format with its fingerprints' parsed parts (what a folder
+    is matched against), in priority order; ``by_end``, for a file's name
+    suffix (its last dot and what follows), the formats whose one-part
+    fingerprints can hit such a name with those fingerprints and the test a
+    name still has to pass (:func:`_file_table`), filled as suffixes are met."""
+
+    __slots__ = ("fmts", "dirs", "by_end")
+
+    def __init__(self, fmts: list[Format]) -> None:
+        self.fmts = list(fmts)  # holds the formats: the ids that key the table stay theirs
+        self.dirs = tuple((f, _dir_globs(tuple(f.fingerprints))) for f in self.fmts)
+        self.by_end: dict[str, tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]] = {}
+
+
+_tables: dict[tuple[int, ...], _Table] = {}
+
+
+def _table_of(fmts: list[Format]) -> _Table:
+    """The :class:`_Table` of ``fmts`` (kept by the formats' identities: a
+    :func:`register` or a changed ``only`` gets its own)."""
+    key = tuple(map(id, fmts))
+    got = _tables.get(key)
+    if got is None:
+        if len(_tables) > 64:
+            _tables.clear()
+        got = _tables[key] = _Table(fmts)
+    return got
+
+
+def _file_table(fmts: list[Format], ext: str) -> tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]:
+    """The formats of ``fmts`` whose one-part fingerprints can hit a name
+    ending in ``ext`` (its last dot and what follows, ``""`` when it has
+    none), each with those fingerprints in declared order and the test a
+    name still has to pass (None: every such name hits)."""
+    out = []
+    for f in fmts:
+        fps = []
+        for fp, match in _file_globs(tuple(f.fingerprints)):
+            end = _file_end(fp)
+            # a name ending in ext can end in `end` only when one is a suffix of the other
+            if not (ext.endswith(end) if len(end) <= len(ext) else end.endswith(ext)):
+                continue
+            if match is None:
+                test: Any = fp.__eq__  # a literal name
+            elif fp == "*" + end and ext.endswith(end):
+                test = None  # "*" and a literal end that every such name has
+            else:
+                test = match
+            fps.append((fp, test))
+        if fps:
+            out.append((f, tuple(fps)))
+    return tuple(out)
 
 
 def _file_end(fp: str) -> str:
@@ -1071,28 +1134,8 @@ class EntryDetector:
                                 for fp, parts in _dir_globs(tuple(f.fingerprints)))) for f in self._fmts]
 
     def _file_table(self, ext: str) -> tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]:
-        """The formats whose one-part fingerprints can hit a name ending in
-        ``ext`` (its last dot and what follows, ``""`` when it has none), each
-        with those fingerprints in declared order and the test a name still
-        has to pass (None: every such name hits)."""
-        out = []
-        for f in self._fmts:
-            fps = []
-            for fp, match in _file_globs(tuple(f.fingerprints)):
-                end = _file_end(fp)
-                # a name ending in ext can end in `end` only when one is a suffix of the other
-                if not (ext.endswith(end) if len(end) <= len(ext) else end.endswith(ext)):
-                    continue
-                if match is None:
-                    test: Any = fp.__eq__  # a literal name
-                elif fp == "*" + end and ext.endswith(end):
-                    test = None  # "*" and a literal end that every such name has
-                else:
-                    test = match
-                fps.append((fp, test))
-            if fps:
-                out.append((f, tuple(fps)))
-        got = self._by_end[ext] = tuple(out)
+        """:func:`_file_table` of the detector's formats, kept per suffix."""
+        got = self._by_end[ext] = _file_table(self._fmts, ext)
         return got
 
     def _dir_hits(self, probe: Probe, cs: str, names: list[str], parsed: Any) -> Iterator[tuple[str, None]]:
@@ -1100,7 +1143,7 @@ class EntryDetector:
         them) that match in the folder ``cs`` listed as ``names``, lazily (a
         glob may list subfolders: none is asked once the format has matched),
         each as ``(fingerprint, None)`` (what :meth:`_file_table` gives a sure
-        hit). Same answers as :func:`_fingerprint_hits`."""
+        hit). Same answers as :func:`detect` asks of a folder."""
         globs = probe.globs
         for fp, parts, joined_test in parsed:
             first, match = parts[0]

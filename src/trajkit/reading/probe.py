@@ -373,6 +373,18 @@ class Probe:
         """Whether ``path`` has been listed already (so asking about its names costs nothing)."""
         return (self._named_s if path is self._named else _fspath(path)) in self._ls
 
+    def index(self, directory: str | os.PathLike) -> dict[str, os.DirEntry] | None:
+        """The entries of a directory by name (listed once, as :meth:`listdir`
+        lists it), or None when it cannot be listed: detection asks whether a
+        fingerprint's literal first name is there, one look-up each."""
+        p = self._named_s if directory is self._named else _fspath(directory)
+        index = self._index.get(p)
+        if index is None:
+            if self.listdir(p) is None:
+                return None
+            index = self._index[p] = {e.name: e for e in self._entries[p] or ()}
+        return index
+
     def has(self, directory: str | os.PathLike, name: str) -> bool:
         """Whether ``name`` is listed in ``directory`` (a set look-up: detection asks it of big folders
         such as the ones above a corpus, entry after entry)."""
