@@ -58,3 +58,25 @@ def test_steps_detects_once(monkeypatch):
         cli_run(["steps", str(V0)])
     assert e.value.code == 0 and out.getvalue()
     assert len(calls) == 1
+
+
+def test_the_hint_is_set_as_dataclasses_replace_sets_it():
+    import dataclasses
+
+    from trajkit.model import ReadOptions
+
+    names = [f.name for f in dataclasses.fields(ReadOptions)]
+    # registry._with_hint names every field: one added to ReadOptions must be added there too
+    assert names == ["max_file_bytes", "view", "tz", "steps", "hint", "member"]
+    given = ReadOptions(max_file_bytes=7, view="events", tz="UTC", steps=False, hint="old", member="m")
+    for options in (ReadOptions(), given):
+        got = registry._with_hint(options, {"layout": 1})
+        assert got == dataclasses.replace(options, hint={"layout": 1}) and got is not options
+    assert options.hint == "old"  # the options given are left as they were
+
+    class More(ReadOptions):
+        pass
+
+    sub = More()
+    got = registry._with_hint(sub, 3)
+    assert type(got) is More and got.hint == 3

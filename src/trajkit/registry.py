@@ -963,24 +963,42 @@ def _rank(t: tuple[int, int, int, Format, Match]) -> tuple[int, int, int]:
 
 def _any_name(probe: Probe, cs: str, index: dict[str, Any], part: str, match: Any) -> bool:
     """Whether a name of the folder ``cs`` (listed as ``index``) that is not
-    hidden matches the one-part glob ``part`` (``match``: its matcher): one
-    substring search over the folder's joined names for ``*END`` and
-    ``START*`` (:func:`_joined_names`), else a test per name."""
-    test = _simple_joined_test(part)
-    if test is not None:
-        return test(_joined_names(probe, cs, index))  # type: ignore[arg-type]
+    hidden matches the one-part glob ``part`` (``match``: its matcher). The
+    folder's joined names (:func:`_joined_names`) answer in C: ``*END`` and
+    ``START*`` by one substring search, any other ``*``-only glob is ruled out
+    when a literal piece of it is in no name (its start after a NUL, its end
+    before one); only a folder where every piece is found is tested name by name."""
+    needles, exact = _needles(part)
+    if needles is not None:
+        joined = _joined_names(probe, cs, index)  # type: ignore[arg-type]
+        if not joined:
+            return False
+        for needle in needles:
+            if needle not in joined:
+                return False
+        if exact:
+            return True
     return any(n[0] != "." and match(n) for n in index)
 
 
 @functools.lru_cache(maxsize=None)
-def _simple_joined_test(part: str) -> Callable[[str], bool] | None:
-    """:func:`_joined_test` for the parts it answers with a substring test
-    (``*``, ``*END``, ``START*`` without ``?`` or ``[``), None for the rest:
-    no regular expression is compiled (a one-path detection meets each glob
-    once; compiling them all cost more than it)."""
-    if "?" in part or "[" in part or part.count("*") != 1 or not (part[0] == "*" or part[-1] == "*"):
-        return None
-    return _joined_test(part)
+def _needles(part: str) -> tuple[tuple[str, ...] | None, bool]:
+    """What :func:`_any_name` searches a folder's joined names for to answer
+    the glob part ``part``: the literal pieces every matching name holds
+    (its start after a NUL, its end before one, the pieces between ``*`` s
+    anywhere), and whether finding them all is the answer (``*``, ``*END``,
+    ``START*``) or only a necessary condition. ``(None, False)`` for a part
+    with ``?`` or ``[``: tested name by name."""
+    if "?" in part or "[" in part:
+        return None, False
+    pieces = part.split("*")
+    first, middle, last = pieces[0], pieces[1:-1], pieces[-1]
+    needles = ["\0" + first] if first else []
+    if last:
+        needles.append(last + "\0")
+    needles.extend(p for p in middle if p)
+    exact = len(pieces) == 2 and not (first and last)
+    return tuple(needles), exact
 
 
 class _Table:
@@ -1298,7 +1316,7 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         tied = sorted({c.format for c in det.considered if c.outcome == "match" and c.priority == det.format.priority})
         raise DetectionError(f"{p}: ambiguous, several formats match equally well: {', '.join(tied)}; name one with --format")
     if det.match.hint is not None:
-        options = dataclasses.replace(options, hint=det.match.hint)
+        options = _with_hint(options, det.match.hint)
     root = det.match.root
     options = _one_member(det.format, root if isinstance(root, Path) else Path(root), options, check=not _listed)
     session = _read_with(det.format, det.match.root, options)
@@ -1315,6 +1333,15 @@ def read(path: str | os.PathLike, format: str | None = None, options: ReadOption
         )
     _flag_undecodable_names(session)
     return session
+
+
+def _with_hint(options: ReadOptions, hint: Any) -> ReadOptions:
+    """``dataclasses.replace(options, hint=hint)``, made directly: ``replace``
+    asks every field by name and checks the class, some 4 us of every detected
+    read (``tests/test_detect_once.py`` checks the two agree field by field)."""
+    if options.__class__ is not ReadOptions:  # a subclass may add fields: the general route
+        return dataclasses.replace(options, hint=hint)
+    return ReadOptions(options.max_file_bytes, options.view, options.tz, options.steps, hint, options.member)
 
 
 def list_members(fmt: Format, root: Path, options: ReadOptions) -> list[str]:

@@ -284,7 +284,11 @@ class Probe:
             st = self._st.get(parent, _MISSING)
             if st is None or (st is not _MISSING and not _stat.S_ISDIR(st.st_mode)):
                 return None  # under a path that is not there, or not a folder: nothing is
-            grand, pname = os.path.split(parent)
+            j = parent.rfind(_SEP)
+            if j > 0 and parent[j - 1] != _SEP:
+                grand, pname = parent[:j], parent[j + 1:]
+            else:
+                grand, pname = os.path.split(parent)
             if pname and self._entries.get(grand) and pname not in self._index_of(grand):
                 return None  # the parent is not in its own folder's listing: nothing under it is there
             return _MISSING

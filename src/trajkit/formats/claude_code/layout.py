@@ -232,10 +232,16 @@ COMPANION_OF = "claude-code.companion_of"
 
 def _companion_owner(p: str, probe: Probe) -> Path | None:
     memo = probe.memo
+    sep = os.sep
     for _ in range(6):
-        parent = os.path.dirname(p)
-        if parent == p:
-            return None
+        i = p.rfind(sep)
+        if i > 0 and p[i - 1] != sep:  # what os.path.dirname / basename give, without their Python-level steps
+            parent, name = p[:i], p[i + 1:]
+        else:
+            parent = os.path.dirname(p)
+            if parent == p:
+                return None
+            name = os.path.basename(p)
         # each folder's own answer is kept: the folders of one walk share their ancestors
         key = (COMPANION_OF, p)
         main = memo.get(key, probe)
@@ -244,12 +250,11 @@ def _companion_owner(p: str, probe: Probe) -> Path | None:
             # it: the tree is taken as it was first seen, so the answer does not depend on which probe asks
             shared = _tree.file_answers(parent, COMPANION_OF)
             if shared is None:
-                main = _companion_at(p, parent, probe)
+                main = _companion_at(p, parent, probe, name)
             else:
-                name = os.path.basename(p)
                 main = shared.get(name, probe)
                 if main is probe:
-                    main = shared[name] = _companion_at(p, parent, probe)
+                    main = shared[name] = _companion_at(p, parent, probe, name)
             memo[key] = main
         if main is not None:
             return Path(main)
@@ -257,9 +262,12 @@ def _companion_owner(p: str, probe: Probe) -> Path | None:
     return None
 
 
-def _companion_at(p: str, parent: str, probe: Probe) -> str | None:
-    """``X.jsonl`` beside ``p`` when ``p`` (``X``) is its companion folder, else None."""
-    main = os.path.join(parent, os.path.basename(p) + ".jsonl")
+def _companion_at(p: str, parent: str, probe: Probe, name: str | None = None) -> str | None:
+    """``X.jsonl`` beside ``p`` when ``p`` (``X``, called ``name`` in
+    ``parent``) is its companion folder, else None."""
+    main = (os.path.basename(p) if name is None else name) + ".jsonl"
+    if parent:  # os.path.join(parent, main) (main holds no separator), without its Python-level steps
+        main = parent + main if parent.endswith(os.sep) else parent + os.sep + main
     if probe.listed(p):  # its names are known: ask them before a stat for X.jsonl
         if (probe.has(p, "subagents") or probe.has(p, "workflows")) and probe.is_file(main) and probe.is_dir(p):
             return main
