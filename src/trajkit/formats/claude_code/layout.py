@@ -233,6 +233,7 @@ COMPANION_OF = "claude-code.companion_of"
 def _companion_owner(p: str, probe: Probe) -> Path | None:
     memo = probe.memo
     sep = os.sep
+    sharing = True  # inside a discovery (tree.file_answers gives a dict): asked of the first folder, the same for all
     for _ in range(6):
         i = p.rfind(sep)
         if i > 0 and p[i - 1] != sep:  # what os.path.dirname / basename give, without their Python-level steps
@@ -248,8 +249,9 @@ def _companion_owner(p: str, probe: Probe) -> Path | None:
         if main is probe:
             # and inside a discovery, kept for all its probes (one per folder walked) as long as the listing around
             # it: the tree is taken as it was first seen, so the answer does not depend on which probe asks
-            shared = _tree.file_answers(parent, COMPANION_OF)
+            shared = _tree.file_answers(parent, COMPANION_OF) if sharing else None
             if shared is None:
+                sharing = False
                 main = _companion_at(p, parent, probe, name)
             else:
                 main = shared.get(name, probe)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ...reading.probe import Probe
@@ -55,8 +56,9 @@ def _trial_of(probe: Probe, candidate: Path) -> Path | None:
         if candidate.name == TB_TRAJ[1] and candidate.parent.name == TB_TRAJ[0]:
             return candidate.parent.parent
         return None
-    if probe.is_file(candidate / TB_TRAJ[0] / TB_TRAJ[1]):
+    cs = probe.fspath(candidate)  # strings while looking: a Path per ask cost more than the ask
+    if probe.is_file(os.path.join(cs, TB_TRAJ[0], TB_TRAJ[1])):
         return candidate
-    if candidate.name == TB_TRAJ[0] and probe.is_file(candidate / TB_TRAJ[1]):
+    if candidate.name == TB_TRAJ[0] and probe.is_file(os.path.join(cs, TB_TRAJ[1])):
         return candidate.parent
     return None

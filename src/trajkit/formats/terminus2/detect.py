@@ -61,13 +61,14 @@ def locate(probe: Probe, path: Path) -> tuple[Path, Path] | None:
         path = path.parent
     elif not probe.is_dir(path):
         return None
-    if EPISODE.match(path.name):
+    name = path.name
+    if EPISODE.match(name):
         logs = path.parent
-    elif path.name == LOGS:
+    elif name == LOGS:
         logs = path
-    elif path.name in TRIAL_DIRS and probe.is_dir(path.parent / LOGS):
+    elif name in TRIAL_DIRS and probe.is_dir(path.parent / LOGS):
         logs = path.parent / LOGS
-    elif probe.is_dir(path / LOGS):
+    elif probe.is_dir(os.path.join(probe.fspath(path), LOGS)):  # a string: most folders have none, no Path for the ask
         logs = path / LOGS
     else:
         logs = path
