@@ -38,6 +38,7 @@ import dataclasses
 import fnmatch
 import functools
 import importlib
+import operator
 import os
 import re
 import sys
@@ -841,9 +842,8 @@ def detect(
         return det
     fmts = formats() if only is None else [f for f in formats() if f.name in only]
     table = _table_of(fmts)
-    problems = load_problems()  # plugins that failed to load, names claimed twice
-    if problems:
-        det.diagnostics.extend(problems)
+    if _problems:  # plugins that failed to load, names claimed twice (load_problems(), without its copy)
+        det.diagnostics.extend(_problems)
     considered = det.considered
     matches: list[tuple[int, int, int, Format, Match]] = []
     seen: set[tuple[str, str]] = set()
@@ -1018,17 +1018,25 @@ class _Table:
 
 
 _tables: dict[tuple[int, ...], _Table] = {}
+#: The table :func:`_table_of` gave last (a process mostly detects with one format list).
+_last_table: _Table | None = None
 
 
 def _table_of(fmts: list[Format]) -> _Table:
     """The :class:`_Table` of ``fmts`` (kept by the formats' identities: a
     :func:`register` or a changed ``only`` gets its own)."""
+    global _last_table
+    last = _last_table
+    # the same formats, object for object, as the last time: compared in C (a key of ids costs more)
+    if last is not None and len(last.fmts) == len(fmts) and all(map(operator.is_, last.fmts, fmts)):
+        return last
     key = tuple(map(id, fmts))
     got = _tables.get(key)
     if got is None:
         if len(_tables) > 64:
             _tables.clear()
         got = _tables[key] = _Table(fmts)
+    _last_table = got
     return got
 
 
@@ -1254,10 +1262,23 @@ def _read_with(fmt: Format, root: Path, options: ReadOptions) -> Session:
         )
         return session
     # Costs the record lacks are estimated here, once, for every format.
+    estimate = _estimate_session
+    if estimate is None:  # imported on the first read (a function-level import costs ~2 us on every read)
+        estimate = _load_estimate()
+    estimate(session)
+    return session
+
+
+#: :func:`trajkit.pricing.estimate_session`, once :func:`_read_with` first needed it.
+_estimate_session: Callable[[Session], None] | None = None
+
+
+def _load_estimate() -> Callable[[Session], None]:
+    global _estimate_session
     from .pricing import estimate_session
 
-    estimate_session(session)
-    return session
+    _estimate_session = estimate_session
+    return estimate_session
 
 
 def root_for(path: str | os.PathLike, format: str) -> str:
