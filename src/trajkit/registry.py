@@ -860,6 +860,7 @@ def detect(
         # fingerprints in declared order: a file's name picks them from a table per name suffix,
         # a folder's listing is asked per fingerprint (lazily: a glob may list subfolders)
         index = None
+        joined = None  # the folder's names, joined (_joined_names), once asked
         if is_dir:
             index = probe.index(cs)
             groups: Any = table.dirs if index else ()
@@ -881,20 +882,41 @@ def detect(
                 if index is None:  # a file: test is what its name must pass (None: a sure hit)
                     if test is not None and not test(name):
                         continue
-                else:  # a folder: test is the fingerprint's parsed parts
-                    first, match = test[0]
-                    if match is None and first not in index:
-                        continue  # the common case: a literal first part that is not there
-                    key = (cs, fp)  # several formats share a glob such as *.json: asked once per probe
-                    hit = globs.get(key)
-                    if hit is None:
-                        if len(test) > 1:
-                            hit = _glob_hit(cs, fp, probe)
-                        else:  # one part: the listing in hand answers (what _glob_hit says of it)
-                            hit = match is None or _any_name(probe, cs, index, test[0][0], match)
-                        globs[key] = hit
-                    if not hit:
-                        continue
+                else:  # a folder: test is what _Table.dirs holds of the fingerprint
+                    first, match, multi, needles, exact = test
+                    if match is None:
+                        if first not in index:
+                            continue  # the common case: a literal first part that is not there
+                        if multi:
+                            key = (cs, fp)  # asked once per probe (several formats share a glob)
+                            hit = globs.get(key)
+                            if hit is None:
+                                hit = globs[key] = _glob_hit(cs, fp, probe)
+                            if not hit:
+                                continue
+                    else:
+                        key = (cs, fp)  # several formats share a glob such as *.json: asked once per probe
+                        hit = globs.get(key)
+                        if hit is None:
+                            if multi:
+                                hit = _glob_hit(cs, fp, probe)
+                            else:  # one part: the listing in hand answers (what _glob_hit says of it)
+                                if needles is None:  # a ?/[ part: each name is tested
+                                    hit = any(n[0] != "." and match(n) for n in index)
+                                else:  # the folder's joined names first: searches in C
+                                    if joined is None:
+                                        joined = _joined_names(probe, cs, index)  # type: ignore[arg-type]
+                                    hit = bool(joined)
+                                    if hit:
+                                        for needle in needles:
+                                            if needle not in joined:
+                                                hit = False
+                                                break
+                                    if hit and not exact:  # every piece is there, maybe in different names
+                                        hit = any(n[0] != "." and match(n) for n in index)
+                            globs[key] = hit
+                        if not hit:
+                            continue
                 if depth > 1 and rel_first is not None and not _relates(depth, rel_first, fp):
                     considered.append(Candidate(
                         fmt.name, priority, cs, fp, "unrelated",
@@ -961,29 +983,9 @@ def _rank(t: tuple[int, int, int, Format, Match]) -> tuple[int, int, int]:
     return t[:3]
 
 
-def _any_name(probe: Probe, cs: str, index: dict[str, Any], part: str, match: Any) -> bool:
-    """Whether a name of the folder ``cs`` (listed as ``index``) that is not
-    hidden matches the one-part glob ``part`` (``match``: its matcher). The
-    folder's joined names (:func:`_joined_names`) answer in C: ``*END`` and
-    ``START*`` by one substring search, any other ``*``-only glob is ruled out
-    when a literal piece of it is in no name (its start after a NUL, its end
-    before one); only a folder where every piece is found is tested name by name."""
-    needles, exact = _needles(part)
-    if needles is not None:
-        joined = _joined_names(probe, cs, index)  # type: ignore[arg-type]
-        if not joined:
-            return False
-        for needle in needles:
-            if needle not in joined:
-                return False
-        if exact:
-            return True
-    return any(n[0] != "." and match(n) for n in index)
-
-
 @functools.lru_cache(maxsize=None)
 def _needles(part: str) -> tuple[tuple[str, ...] | None, bool]:
-    """What :func:`_any_name` searches a folder's joined names for to answer
+    """What :func:`detect` searches a folder's joined names for to answer
     the glob part ``part``: the literal pieces every matching name holds
     (its start after a NUL, its end before one, the pieces between ``*`` s
     anywhere), and whether finding them all is the answer (``*``, ``*END``,
@@ -1013,7 +1015,12 @@ class _Table:
 
     def __init__(self, fmts: list[Format]) -> None:
         self.fmts = list(fmts)  # holds the formats: the ids that key the table stay theirs
-        self.dirs = tuple((f, _dir_globs(tuple(f.fingerprints))) for f in self.fmts)
+        #: per format: (fingerprint, (its first part, that part's matcher or None, whether more parts
+        #: follow, _needles of a one-part glob, whether they answer it alone))
+        self.dirs = tuple((f, tuple((fp, (parts[0][0], parts[0][1], len(parts) > 1) + (_needles(parts[0][0]) if
+                                                                                     parts[0][1] is not None and len(parts) == 1
+                                                                                     else (None, False)))
+                                    for fp, parts in _dir_globs(tuple(f.fingerprints)))) for f in self.fmts)
         self.by_end: dict[str, tuple[tuple[Format, tuple[tuple[str, Any], ...]], ...]] = {}
 
 
