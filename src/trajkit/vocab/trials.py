@@ -90,32 +90,38 @@ _POSIX = os.path is posixpath
 
 def find_results(metadata: dict[str, Any], paths: dict[str, str] | None = None, depth: int = 3) -> list[TrialResult]:
     """The terminal-bench and harbor results among the files a reader put in
-    ``metadata`` (the first dict, breadth first, that has their members);
-    ``paths`` maps a top-level metadata key to the file it was read from."""
+    ``metadata`` (for each, the first dict, breadth first, that has its
+    members; both looked for in one walk); ``paths`` maps a top-level metadata
+    key to the file it was read from."""
+    tb = hb = None
+    level = [metadata]
+    for _ in range(depth):
+        nxt = []
+        for m in level:
+            if tb is None:
+                for k in TB_KEYS:
+                    if k in m:
+                        tb = m
+                        break
+            if hb is None:
+                for k in HARBOR_KEYS:
+                    if k in m:
+                        hb = m
+                        break
+            if tb is not None and hb is not None:
+                break
+            for v in m.values():
+                if isinstance(v, dict):
+                    nxt.append(v)
+        if not nxt or (tb is not None and hb is not None):
+            break
+        level = nxt
     out = []
-    for kind, keys in ((TERMINAL_BENCH, TB_KEYS), (HARBOR, HARBOR_KEYS)):
-        found = _find_dict_with(metadata, keys, depth)
+    for kind, found in ((TERMINAL_BENCH, tb), (HARBOR, hb)):
         if found is not None:
             path = next((p for k, p in (paths or {}).items() if metadata.get(k) is found), None)
             out.append(TrialResult(kind, path, found))
     return out
-
-
-def _find_dict_with(md: dict[str, Any], keys: tuple[str, ...], depth: int) -> dict[str, Any] | None:
-    level = [md]
-    for _ in range(depth):
-        nxt = []
-        for m in level:
-            for k in keys:
-                if k in m:
-                    return m
-            for v in m.values():
-                if isinstance(v, dict):
-                    nxt.append(v)
-        if not nxt:
-            break
-        level = nxt
-    return None
 
 
 def _d(v: Any) -> dict[str, Any]:
