@@ -39,11 +39,10 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
     ``probe`` (a :class:`~trajkit.reading.probe.Probe`, or anything with its
     ``absent`` / ``is_dir`` / ``is_file``): answer from the listings a reader
     already holds (the run's own folder) instead of a stat; a folder above the
-    run that a Probe has not listed is asked with one ``access`` call (what
-    the probe would end up making), without the probe's look-ups."""
+    run that a Probe has not listed is asked with :func:`fs.absent` (the one
+    ``access`` call the probe would end up making), without the probe's look-ups."""
     d = str(root) if isinstance(root, Path) else str(Path(root))  # a Path is normalized already
     listed = getattr(probe, "listed", None)  # a Probe's; the SDK reader's stand-in answers every level itself
-    on_disk = fs.current() is None  # no archive mounted: fs.absent's access() call, made inline
     for level in range(4):
         if d == ".":
             v = "verifier"  # as Path(d) / "verifier" writes it
@@ -54,11 +53,6 @@ def find_verifier_dir(root: str, probe: Any = None) -> str | None:
         # the run's own folder through the probe (its listing answers); above it, unlisted folders directly
         if probe is not None and (not level or listed is None or listed(d)):
             gone = probe.absent(v)
-        elif on_disk:
-            try:
-                gone = not _access(v, _F_OK)
-            except ValueError:  # a NUL in the name: not there
-                gone = True
         else:
             gone = fs.absent(v)
         if not gone and _verifier_at(v, probe):
@@ -82,8 +76,6 @@ def _verifier_at(v: str, probe: Any) -> bool:
     return isdir(v) and (isfile(os.path.join(v, "ctrf.json")) or isfile(os.path.join(v, "reward.txt")))
 
 
-_access = os.access
-_F_OK = os.F_OK
 #: ``os.path`` is posixpath (its ``join`` and ``dirname`` are then spelled inline above).
 _POSIX = os.path is posixpath
 
